@@ -131,8 +131,10 @@ class Message(BaseModel):
 
     @property
     def is_tool_result(self) -> bool:
-        return bool(self.blocks) and all(isinstance(b, ToolResultBlock | MediaBlock) for b in self.blocks) and any(
-            isinstance(b, ToolResultBlock) for b in self.blocks
+        return (
+            bool(self.blocks)
+            and all(isinstance(b, ToolResultBlock | MediaBlock) for b in self.blocks)
+            and any(isinstance(b, ToolResultBlock) for b in self.blocks)
         )
 
     @property

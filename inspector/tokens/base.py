@@ -22,9 +22,7 @@ def serialize(message: Message) -> str:
     """A deterministic text rendering of what the model is sent for `message`."""
     parts: list[str] = [message.role.value]
     for block in message.blocks:
-        if isinstance(block, TextBlock):
-            parts.append(block.text)
-        elif isinstance(block, ReasoningBlock):
+        if isinstance(block, TextBlock | ReasoningBlock):
             parts.append(block.text)
         elif isinstance(block, ToolCallBlock):
             args = (

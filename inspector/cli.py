@@ -1,0 +1,162 @@
+"""The command line: `context-inspector [PATH]` opens the app; subcommands print the same facts.
+
+Errors a user can cause are one line on stderr and exit code 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from inspector import __version__
+from inspector.formats import LoaderError, load
+from inspector.model import Transcript
+
+EXIT_USAGE = 2
+
+
+class UserError(Exception):
+    """Something the user can fix; printed as one line."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def _add_shaping_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--policy", default=None, help="policy preset name or TOML file (default: opencollab)")
+    p.add_argument(
+        "--window",
+        type=_positive_int,
+        default=None,
+        help="context window in tokens (default: from the transcript or model)",
+    )
+
+
+DESCRIPTION = (
+    "See what an AI coding agent's context window held, request by request, and why parts were cleared."
+)
+
+
+def _app_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="context-inspector",
+        description=DESCRIPTION,
+        epilog="commands: report, explain (context-inspector COMMAND --help)",
+    )
+    p.add_argument("--version", action="version", version=f"context-inspector {__version__}")
+    p.add_argument("path", nargs="?", help="a transcript file or session folder")
+    p.add_argument(
+        "--sample",
+        nargs="?",
+        const="long-session",
+        default=None,
+        metavar="NAME",
+        help="open a bundled sample session",
+    )
+    _add_shaping_options(p)
+    return p
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="context-inspector", description=DESCRIPTION)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    r = sub.add_parser("report", help="print a transcript's facts (or --json)")
+    r.add_argument("path", help="a transcript file or session folder")
+    r.add_argument("--json", action="store_true", help="print the JSON report (a stable schema)")
+    r.add_argument(
+        "--step", type=_positive_int, default=None, help="also run the pipeline at request K (1-based)"
+    )
+    _add_shaping_options(r)
+
+    e = sub.add_parser("explain", help="say why a message was changed at a request")
+    e.add_argument("path")
+    e.add_argument("message", help="message id (or a unique prefix of one)")
+    e.add_argument("--step", type=_positive_int, default=None, help="the request (default: the last)")
+    _add_shaping_options(e)
+    return p
+
+
+def _load(path: str) -> Transcript:
+    try:
+        return load(path)
+    except LoaderError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from inspector.replay import Replay
+
+    transcript = _load(args.path)
+    replay = Replay.open(transcript, policy=args.policy, window=args.window)
+    report = replay.report(step=args.step)
+    if args.json:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+    else:
+        from inspector.report.render import print_report
+
+        print_report(report)
+    return 0
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from inspector.replay import Replay
+
+    transcript = _load(args.path)
+    replay = Replay.open(transcript, policy=args.policy, window=args.window)
+    sys.stdout.write(replay.explain(args.message, step=args.step) + "\n")
+    return 0
+
+
+def _sample_path(name: str) -> tuple[str, int | None]:
+    from sample_sessions import SAMPLES, sample_path
+
+    try:
+        return str(sample_path(name)), SAMPLES[name].window
+    except KeyError:
+        raise UserError(
+            f"no bundled sample named {name!r}; there are: {', '.join(sorted(SAMPLES))}"
+        ) from None
+
+
+def _cmd_open(args: argparse.Namespace) -> int:
+    window = args.window
+    if args.sample is not None:
+        path, sample_window = _sample_path(args.sample)
+        window = window or sample_window
+    elif args.path is not None:
+        path = args.path
+    else:
+        raise UserError("give a transcript PATH, or --sample to open the bundled sample session")
+    transcript = _load(path)
+    from inspector.tui import run_app
+
+    run_app(transcript, policy=args.policy, window=window)
+    return 0
+
+
+COMMANDS = {"report": _cmd_report, "explain": _cmd_explain}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args_list and args_list[0] in COMMANDS:
+            args = _parser().parse_args(args_list)
+            return COMMANDS[args.command](args)
+        return _cmd_open(_app_parser().parse_args(args_list))
+    except UserError as exc:
+        sys.stderr.write(f"context-inspector: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

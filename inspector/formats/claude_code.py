@@ -1,0 +1,946 @@
+"""Claude Code session transcripts (`~/.claude/projects/<cwd>/<session>.jsonl`).
+
+How a file becomes a ledger (DESIGN.md §4, notes/claude-code-transcripts.md §2-§5):
+- Lines form a tree through `uuid`/`parentUuid`; order comes from that tree, not from timestamps.
+  Every line with a uuid is a node (progress lines too: conversation lines can hang off them).
+- The active branch is the chain from the newest conversation line back to a root. Where the
+  chain meets a `compact_boundary` (a root), it goes on through `logicalParentUuid` (or the
+  preserved segment) into the history before the compaction.
+- Lines beside the chain are parallel tool traffic, not a fork, when they repeat a response on the
+  chain (same `message.id`) or answer tool calls made on it; anything else beside the chain is a
+  branch a rewind abandoned, reported but not mixed in.
+- One API response is several `assistant` lines sharing `message.id`: their blocks are merged
+  into one message and the largest `output_tokens` is kept. A request's context size is
+  input + cache_creation + cache_read.
+- `compact_boundary` starts a new ledger segment: the `isCompactSummary` message plus any
+  preserved messages, then what follows. `microcompact_boundary` is recorded as an event.
+- Non-conversation lines (progress, file-history-snapshot, queue-operation, system subtypes
+  other than the two boundaries, and any type this reader does not know) are counted, skipped.
+- Tool results are read from `message.content` (what the model saw), never `toolUseResult`.
+- Subagents: `<session>/subagents/agent-*.jsonl` (2.1), `agent-*.jsonl` beside the session with
+  the same sessionId (2.0), or inline `isSidechain` lines (1.0). `agent-acompact-*` files are a
+  compaction's own call: linked to its event, not listed as subagents.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from inspector.model import (
+    AbandonedBranch,
+    Block,
+    EventKind,
+    LoadIssue,
+    MediaBlock,
+    Message,
+    Origin,
+    ReasoningBlock,
+    RecordedEvent,
+    Request,
+    Role,
+    Segment,
+    Source,
+    SourceKind,
+    SubagentRef,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Transcript,
+    Usage,
+)
+
+from .base import LineSplitter, decode_json_line
+
+FORMAT = "claude-code"
+CONVERSATION_TYPES = frozenset({"user", "assistant"})
+KNOWN_TYPES = frozenset(
+    {
+        "user",
+        "assistant",
+        "system",
+        "progress",
+        "summary",
+        "file-history-snapshot",
+        "queue-operation",
+        "custom-title",
+        "ai-title",
+        "last-prompt",
+        "mode",
+        "permission-mode",
+        "pr-link",
+        "attachment",
+        "content-replacement",
+        "agent-name",
+        "agent-setting",
+    }
+)
+SNIFF_KEYS = frozenset({"uuid", "parentUuid", "sessionId", "leafUuid", "messageId"})
+READ_CHUNK = 1 << 20
+
+
+@dataclass(slots=True)
+class _Node:
+    """One line of the file that has a uuid: the tree's node, slimmed to what the ledger needs."""
+
+    uuid: str
+    parent: str | None
+    type: str
+    line: int
+    order: int
+    sidechain: bool = False
+    record: dict[str, Any] | None = None
+    """The slim record for conversation and boundary lines; None for progress and the like."""
+
+
+@dataclass
+class _State:
+    nodes: dict[str, _Node] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    issues: list[LoadIssue] = field(default_factory=list)
+    skipped: Counter[str] = field(default_factory=Counter)
+    title: str | None = None
+    session_id: str | None = None
+
+
+def _slim(rec: dict[str, Any]) -> dict[str, Any]:
+    """Drop what the ledger never needs (the `toolUseResult` side record is often the biggest part)."""
+    out = {k: v for k, v in rec.items() if k not in ("toolUseResult", "snapshot", "data")}
+    tur = rec.get("toolUseResult")
+    if isinstance(tur, dict) and "agentId" in tur:
+        out["toolUseResult"] = {"agentId": tur.get("agentId")}
+    return out
+
+
+class ClaudeCodeReader:
+    """Incremental reader: feed it bytes as they arrive, ask for the transcript at any time."""
+
+    def __init__(self, path: str | Path, *, with_subagents: bool = True) -> None:
+        self.path = Path(path)
+        self.file = str(path)
+        self.with_subagents = with_subagents
+        self._lines = LineSplitter()
+        self._state = _State()
+        self._count = 0
+
+    def feed(self, data: bytes) -> None:
+        for line_no, raw in self._lines.feed(data):
+            self._take(line_no, raw)
+
+    def finish(self) -> None:
+        """At end of file: a held-back last line without its newline is read if it is whole JSON."""
+        for line_no, raw in self._lines.flush():
+            self._take(line_no, raw, torn_ok=False)
+
+    @property
+    def lines_read(self) -> int:
+        return self._lines.lines_seen
+
+    def _take(self, line_no: int, raw: bytes, torn_ok: bool = True) -> None:
+        state = self._state
+        before = len(state.issues)
+        rec = decode_json_line(raw, self.file, line_no, state.issues)
+        if rec is None:
+            if not torn_ok and len(state.issues) > before:
+                last = state.issues[-1]
+                state.issues[-1] = LoadIssue(
+                    file=last.file,
+                    line=last.line,
+                    reason=f"truncated last line ({len(raw):,} bytes, no newline): {last.reason}",
+                )
+            return
+        rtype = rec.get("type")
+        if not isinstance(rtype, str):
+            state.issues.append(LoadIssue(file=self.file, line=line_no, reason="record has no `type`"))
+            return
+        if state.session_id is None and isinstance(rec.get("sessionId"), str):
+            state.session_id = rec["sessionId"]
+        if rtype == "summary":
+            if isinstance(rec.get("summary"), str) and state.title is None:
+                state.title = rec["summary"]
+            state.skipped[rtype] += 1
+            return
+        if rtype in ("custom-title", "ai-title"):
+            title = rec.get("customTitle") or rec.get("aiTitle") or rec.get("title")
+            if isinstance(title, str):
+                state.title = title
+        uuid = rec.get("uuid")
+        is_conv = rtype in CONVERSATION_TYPES
+        is_boundary = rtype == "system" and rec.get("subtype") in (
+            "compact_boundary",
+            "microcompact_boundary",
+        )
+        if is_conv or is_boundary:
+            msg = rec.get("message")
+            if is_conv and not isinstance(msg, dict):
+                state.issues.append(
+                    LoadIssue(
+                        file=self.file, line=line_no, reason=f"{rtype} record without a `message` object"
+                    )
+                )
+                return
+            if not isinstance(uuid, str):
+                state.issues.append(
+                    LoadIssue(file=self.file, line=line_no, reason=f"{rtype} record without a `uuid`")
+                )
+                return
+        else:
+            key = rtype if rtype != "system" else f"system/{rec.get('subtype')}"
+            state.skipped[key if rtype in KNOWN_TYPES else f"unknown:{rtype}"] += 1
+        if not isinstance(uuid, str):
+            return
+        if uuid in state.nodes:
+            if is_conv or is_boundary:
+                first = state.nodes[uuid]
+                state.issues.append(
+                    LoadIssue(
+                        file=self.file,
+                        line=line_no,
+                        reason=f"duplicate uuid {uuid} (first at line {first.line}); kept the first",
+                    )
+                )
+            return
+        parent = rec.get("parentUuid")
+        node = _Node(
+            uuid=uuid,
+            parent=parent if isinstance(parent, str) else None,
+            type=rtype,
+            line=line_no,
+            order=self._count,
+            sidechain=bool(rec.get("isSidechain")),
+            record=_slim(rec) if (is_conv or is_boundary) else None,
+        )
+        self._count += 1
+        state.nodes[uuid] = node
+        state.order.append(uuid)
+
+    def transcript(self) -> Transcript:
+        """The transcript of everything fed so far (the partial last line is not included)."""
+        return _Builder(self.file, self._state).build(self.path if self.with_subagents else None)
+
+
+def _tool_result_text(content: Any) -> tuple[str, int]:
+    """The text of a tool_result's content and how many media items it held."""
+    if isinstance(content, str):
+        return content, 0
+    if isinstance(content, list):
+        parts: list[str] = []
+        media = 0
+        for item in content:
+            if isinstance(item, dict):
+                if item.get("type") == "text":
+                    parts.append(str(item.get("text", "")))
+                elif item.get("type") in ("image", "document"):
+                    media += 1
+                else:
+                    parts.append(json.dumps(item, ensure_ascii=False, sort_keys=True))
+            else:
+                parts.append(str(item))
+        return "\n".join(parts), media
+    if content is None:
+        return "", 0
+    return json.dumps(content, ensure_ascii=False, sort_keys=True), 0
+
+
+def _media(block: dict[str, Any]) -> MediaBlock:
+    src = block.get("source")
+    media_type = ""
+    size = 0
+    if isinstance(src, dict):
+        media_type = str(src.get("media_type", ""))
+        data = src.get("data")
+        if isinstance(data, str):
+            size = len(data) * 3 // 4
+    kind = "document" if block.get("type") == "document" else "image"
+    return MediaBlock(type=kind, media_type=media_type, size_bytes=size)
+
+
+def _blocks(content: Any, call_names: dict[str, str]) -> list[Block]:
+    if isinstance(content, str):
+        return [TextBlock(text=content)]
+    if not isinstance(content, list):
+        return [] if content is None else [TextBlock(text=json.dumps(content, ensure_ascii=False))]
+    out: list[Block] = []
+    for b in content:
+        if not isinstance(b, dict):
+            out.append(TextBlock(text=str(b)))
+            continue
+        t = b.get("type")
+        if t == "text":
+            out.append(TextBlock(text=str(b.get("text", ""))))
+        elif t == "thinking":
+            sig = b.get("signature")
+            out.append(
+                ReasoningBlock(
+                    text=str(b.get("thinking", "")),
+                    signed=bool(sig),
+                    signature_chars=len(sig) if isinstance(sig, str) else 0,
+                )
+            )
+        elif t == "redacted_thinking":
+            data = b.get("data")
+            out.append(
+                ReasoningBlock(
+                    redacted=True, signed=True, signature_chars=len(data) if isinstance(data, str) else 0
+                )
+            )
+        elif t == "tool_use":
+            call_id = str(b.get("id", ""))
+            name = str(b.get("name", ""))
+            call_names[call_id] = name
+            args = b.get("input")
+            out.append(
+                ToolCallBlock(id=call_id, name=name, arguments=args if isinstance(args, dict | str) else {})
+            )
+        elif t == "tool_result":
+            call_id = str(b.get("tool_use_id", ""))
+            text, media = _tool_result_text(b.get("content"))
+            out.append(
+                ToolResultBlock(
+                    call_id=call_id,
+                    tool_name=call_names.get(call_id),
+                    content=text,
+                    is_error=bool(b.get("is_error")),
+                    media=media,
+                )
+            )
+        elif t in ("image", "document"):
+            out.append(_media(b))
+        else:
+            # server tools (server_tool_use, web_search_tool_result) and future block types: the
+            # model sees them, so they stay, as text that says what they are.
+            body = {k: v for k, v in b.items() if k != "type"}
+            out.append(TextBlock(text=f"[{t}] {json.dumps(body, ensure_ascii=False, sort_keys=True)}"))
+    return out
+
+
+def _usage(raw: Any) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+
+    def num(key: str) -> int:
+        v = raw.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+
+    details = raw.get("output_tokens_details")
+    reasoning = details.get("thinking_tokens", 0) if isinstance(details, dict) else 0
+    return Usage(
+        input=num("input_tokens"),
+        cache_write=num("cache_creation_input_tokens"),
+        cache_read=num("cache_read_input_tokens"),
+        output=num("output_tokens"),
+        reasoning=reasoning if isinstance(reasoning, int) else 0,
+    )
+
+
+def _source_for(rec: dict[str, Any], blocks: list[Block], first_task: bool) -> Source:
+    if rec.get("isCompactSummary"):
+        return Source.of(SourceKind.SUMMARY, "compaction summary")
+    if rec.get("type") == "assistant":
+        return Source.of(SourceKind.CONVERSATION)
+    if blocks and all(isinstance(b, ToolResultBlock | MediaBlock) for b in blocks):
+        return Source.of(SourceKind.TOOL_OUTPUT)
+    text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+    if rec.get("isMeta"):
+        if "Base directory for this skill" in text:
+            return Source.of(SourceKind.SKILL, "skill body")
+        if "CLAUDE.md" in text or "claudeMd" in text or "AGENTS.md" in text:
+            return Source.of(SourceKind.PROJECT_INSTRUCTIONS, "CLAUDE.md memory")
+        return Source.of(SourceKind.CONVERSATION, "injected by the harness")
+    if first_task:
+        return Source.of(SourceKind.TASK, "first user task")
+    return Source.of(SourceKind.CONVERSATION)
+
+
+def _answers(rec: dict[str, Any]) -> list[str]:
+    """The tool call ids a user line's tool_result blocks answer (empty if it holds anything else)."""
+    msg = rec.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if not isinstance(content, list) or not content:
+        return []
+    ids: list[str] = []
+    for b in content:
+        if not isinstance(b, dict) or b.get("type") != "tool_result":
+            return []
+        ids.append(str(b.get("tool_use_id", "")))
+    return ids
+
+
+def _response_id(rec: dict[str, Any]) -> str | None:
+    msg = rec.get("message")
+    mid = msg.get("id") if isinstance(msg, dict) else None
+    return mid if isinstance(mid, str) else None
+
+
+def _call_ids(rec: dict[str, Any]) -> list[str]:
+    msg = rec.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    if not isinstance(content, list):
+        return []
+    return [str(b.get("id")) for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+
+
+class _Builder:
+    """Turns the nodes read so far into a Transcript."""
+
+    def __init__(self, file: str, state: _State) -> None:
+        self.file = file
+        self.s = state
+        self.issues = list(state.issues)
+        self.skipped: Counter[str] = Counter(state.skipped)
+
+    # -- the active branch -------------------------------------------------------------------
+    def _is_main(self, node: _Node, sidechain_file: bool) -> bool:
+        return node.record is not None and (sidechain_file or not node.sidechain)
+
+    def _leaf(self, sidechain_file: bool) -> _Node | None:
+        nodes = self.s.nodes
+        for uuid in reversed(self.s.order):
+            n = nodes[uuid]
+            if n.type in CONVERSATION_TYPES and self._is_main(n, sidechain_file) and not _is_api_error(n):
+                return n
+        return None
+
+    def _chain(self, leaf: _Node) -> list[_Node]:
+        """Leaf to root, crossing compaction boundaries into the history before them."""
+        nodes = self.s.nodes
+        chain: list[_Node] = []
+        seen: set[str] = set()
+        cur: _Node | None = leaf
+        while cur is not None:
+            if cur.uuid in seen:
+                self.issues.append(
+                    LoadIssue(
+                        file=self.file, line=cur.line, reason=f"cycle in parent links at uuid {cur.uuid}"
+                    )
+                )
+                break
+            seen.add(cur.uuid)
+            chain.append(cur)
+            nxt = nodes.get(cur.parent) if cur.parent else None
+            if (
+                nxt is None
+                and cur.parent is None
+                and cur.record is not None
+                and cur.record.get("subtype") == "compact_boundary"
+            ):
+                nxt = self._before_boundary(cur.record, seen)
+            elif nxt is None and cur.parent is not None:
+                # the parent line is not in the file (compacted away, or the file was cut): a root
+                pass
+            cur = nxt
+        chain.reverse()
+        return chain
+
+    def _before_boundary(self, rec: dict[str, Any], seen: set[str]) -> _Node | None:
+        nodes = self.s.nodes
+        meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
+        assert isinstance(meta, dict)
+        candidates: list[Any] = [rec.get("logicalParentUuid")]
+        seg = meta.get("preservedSegment")
+        if isinstance(seg, dict):
+            candidates.append(seg.get("tailUuid"))
+        kept = meta.get("preservedMessages")
+        if isinstance(kept, dict) and isinstance(kept.get("uuids"), list):
+            candidates.extend(reversed(kept["uuids"]))
+        if isinstance(seg, dict):
+            candidates.append(seg.get("headUuid"))
+        for c in candidates:
+            if isinstance(c, str) and c in nodes and c not in seen:
+                return nodes[c]
+        return None
+
+    # -- building ---------------------------------------------------------------------------
+    def build(self, path: Path | None) -> Transcript:
+        s = self.s
+        nodes = s.nodes
+        conv = [nodes[u] for u in s.order if nodes[u].type in CONVERSATION_TYPES]
+        sidechain_file = bool(conv) and all(n.sidechain for n in conv)
+        leaf = self._leaf(sidechain_file)
+        chain = self._chain(leaf) if leaf is not None else []
+        on_chain = {n.uuid for n in chain}
+        chain_rids = {
+            rid
+            for n in chain
+            if n.record is not None and (rid := _response_id(n.record)) and n.type == "assistant"
+        }
+        chain_calls = {
+            c for n in chain if n.record is not None and n.type == "assistant" for c in _call_ids(n.record)
+        }
+        # absorb parallel tool traffic beside the chain; the rest is an abandoned branch
+        members: set[str] = set(on_chain)
+        stray: list[_Node] = []
+        for n in conv:
+            if n.uuid in on_chain or not self._is_main(n, sidechain_file) or _is_api_error(n):
+                continue
+            assert n.record is not None
+            if n.type == "assistant" and _response_id(n.record) in chain_rids:
+                members.add(n.uuid)
+                chain_calls.update(_call_ids(n.record))
+            else:
+                stray.append(n)
+        for n in stray:
+            assert n.record is not None
+            answers = _answers(n.record) if n.type == "user" else []
+            if answers and all(a in chain_calls for a in answers):
+                members.add(n.uuid)
+        # boundaries on the chain, in chain order
+        ordered = [nodes[u] for u in s.order if u in members]
+        boundaries = [
+            n for n in chain if n.record is not None and n.record.get("subtype") == "compact_boundary"
+        ]
+        microcompacts = [
+            n for n in chain if n.record is not None and n.record.get("subtype") == "microcompact_boundary"
+        ]
+        abandoned = self._abandoned([n for n in stray if n.uuid not in members], on_chain)
+        return self._assemble(path, chain, ordered, boundaries, microcompacts, abandoned, sidechain_file)
+
+    def _abandoned(self, strays: list[_Node], on_chain: set[str]) -> list[AbandonedBranch]:
+        nodes = self.s.nodes
+        by_fork: dict[str, list[_Node]] = defaultdict(list)
+        for n in strays:
+            cur: _Node | None = n
+            hops = 0
+            while cur is not None and cur.uuid not in on_chain and hops < 100_000:
+                cur = nodes.get(cur.parent) if cur.parent else None
+                hops += 1
+            if cur is None:
+                # hangs off a line that is not in this file (a compaction call's injected reminders,
+                # a file cut at the front): not a fork of this ledger
+                self.skipped["detached (parent not in file)"] += 1
+                continue
+            by_fork[cur.uuid].append(n)
+        out: list[AbandonedBranch] = []
+        for fork, ns in by_fork.items():
+            ns.sort(key=lambda n: n.order)
+            preview = ""
+            for n in ns:
+                assert n.record is not None
+                msg = n.record.get("message")
+                c = msg.get("content") if isinstance(msg, dict) else None
+                text = (
+                    c
+                    if isinstance(c, str)
+                    else " ".join(
+                        str(b.get("text", "")) for b in c if isinstance(b, dict) and b.get("type") == "text"
+                    )
+                    if isinstance(c, list)
+                    else ""
+                )
+                if text.strip():
+                    preview = text.strip().splitlines()[0][:120]
+                    break
+            out.append(
+                AbandonedBranch(
+                    fork_id=fork,
+                    message_ids=tuple(n.uuid for n in ns),
+                    first_line=ns[0].line,
+                    preview=preview,
+                )
+            )
+        out.sort(key=lambda a: a.first_line)
+        return out
+
+    def _assemble(
+        self,
+        path: Path | None,
+        chain: list[_Node],
+        ordered: list[_Node],
+        boundaries: list[_Node],
+        microcompacts: list[_Node],
+        abandoned: list[AbandonedBranch],
+        sidechain_file: bool,
+    ) -> Transcript:
+        call_names: dict[str, str] = {}
+        messages: list[Message] = []
+        msg_by_rid: dict[str, int] = {}
+        usage_by_rid: dict[str, Usage] = {}
+        model_by_rid: dict[str, str] = {}
+        stop_by_rid: dict[str, str] = {}
+        line_of_msg: dict[str, int] = {}
+        first_task_done = False
+        # segment of each member, by the position of the boundary in file order
+        seg_starts = sorted((b.order, i + 1) for i, b in enumerate(boundaries))
+        msg_segment: dict[str, int] = {}
+        for n in ordered:
+            rec = n.record
+            if rec is None or n.type not in CONVERSATION_TYPES:
+                continue
+            seg = 0
+            for order, idx in seg_starts:
+                if n.order > order:
+                    seg = idx
+            msg = rec["message"]
+            if n.type == "assistant":
+                rid = _response_id(rec) or n.uuid
+                blocks = _blocks(msg.get("content"), call_names)
+                u = _usage(msg.get("usage"))
+                if u is not None:
+                    prev = usage_by_rid.get(rid)
+                    if prev is None or u.output > prev.output:
+                        usage_by_rid[rid] = u
+                if isinstance(msg.get("model"), str):
+                    model_by_rid[rid] = msg["model"]
+                if isinstance(msg.get("stop_reason"), str):
+                    stop_by_rid[rid] = msg["stop_reason"]
+                if rid in msg_by_rid:
+                    i = msg_by_rid[rid]
+                    old = messages[i]
+                    messages[i] = old.model_copy(update={"blocks": old.blocks + tuple(blocks)})
+                    continue
+                msg_by_rid[rid] = len(messages)
+                m = Message(
+                    id=n.uuid,
+                    role=Role.ASSISTANT,
+                    blocks=tuple(blocks),
+                    timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+                    source=Source.of(SourceKind.CONVERSATION),
+                    sidechain=n.sidechain,
+                    agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
+                    origin=Origin(file=self.file, line=n.line),
+                    response_id=rid,
+                    model=msg.get("model") if isinstance(msg.get("model"), str) else None,
+                )
+            else:
+                blocks = _blocks(msg.get("content"), call_names)
+                is_human = (
+                    not rec.get("isMeta")
+                    and not rec.get("isCompactSummary")
+                    and not (blocks and all(isinstance(b, ToolResultBlock | MediaBlock) for b in blocks))
+                )
+                source = _source_for(rec, blocks, first_task=is_human and not first_task_done)
+                if is_human:
+                    first_task_done = True
+                m = Message(
+                    id=n.uuid,
+                    role=Role.USER,
+                    blocks=tuple(blocks),
+                    timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+                    source=source,
+                    sidechain=n.sidechain,
+                    agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
+                    origin=Origin(file=self.file, line=n.line),
+                    is_meta=bool(rec.get("isMeta")),
+                    is_summary=bool(rec.get("isCompactSummary")),
+                )
+            msg_segment[m.id] = seg
+            line_of_msg[m.id] = n.line
+            messages.append(m)
+        # apply final stop reasons and models to merged responses
+        for rid, i in msg_by_rid.items():
+            upd: dict[str, Any] = {}
+            if rid in stop_by_rid:
+                upd["stop_reason"] = stop_by_rid[rid]
+            if upd:
+                messages[i] = messages[i].model_copy(update=upd)
+
+        # segments: the ledger of each stretch between compactions
+        by_id = {m.id: m for m in messages}
+        events: list[RecordedEvent] = []
+        segments: list[list[str]] = [[m.id for m in messages if msg_segment[m.id] == 0]]
+        for i, b in enumerate(boundaries):
+            rec = b.record
+            assert rec is not None
+            meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
+            assert isinstance(meta, dict)
+            after_ids = [m.id for m in messages if msg_segment[m.id] == i + 1]
+            summary = next((x for x in after_ids if by_id[x].is_summary), None)
+            preserved: list[str] = []
+            kept = meta.get("preservedMessages")
+            if isinstance(kept, dict) and isinstance(kept.get("uuids"), list):
+                preserved = [u for u in kept["uuids"] if isinstance(u, str) and u in by_id]
+            seg_ids: list[str] = []
+            if summary is not None:
+                seg_ids.append(summary)
+            seg_ids.extend(p for p in preserved if p not in seg_ids)
+            seg_ids.extend(x for x in after_ids if x not in seg_ids)
+            # a preserved message written after the boundary was in the ledger before it, too
+            segments[-1].extend(p for p in preserved if p in after_ids and p not in segments[-1])
+            segments.append(seg_ids)
+            events.append(
+                RecordedEvent(
+                    kind=EventKind.COMPACTION,
+                    trigger=str(meta.get("trigger")) if meta.get("trigger") is not None else None,
+                    pre_tokens=_int(meta.get("preTokens")),
+                    post_tokens=_int(meta.get("postTokens")),
+                    segment=i + 1,
+                    summary_id=summary,
+                    preserved_ids=tuple(preserved),
+                    timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+                    file=self.file,
+                    line=b.line,
+                )
+            )
+        # requests: one per response on the active branch, at its place in its segment's ledger
+        requests: list[Request] = []
+        response_of_request: list[str] = []
+        preserved_after: set[str] = set()
+        for e in events:
+            preserved_after.update(e.preserved_ids)
+        for seg_index, ids in enumerate(segments):
+            for pos, mid in enumerate(ids):
+                m = by_id[mid]
+                if m.role is not Role.ASSISTANT or m.response_id is None:
+                    continue
+                if seg_index > 0 and mid in preserved_after:
+                    continue  # a preserved response was made before the compaction, in the segment before
+                rid = m.response_id
+                requests.append(
+                    Request(
+                        index=len(requests) + 1,
+                        response_id=mid,
+                        model=model_by_rid.get(rid),
+                        usage=usage_by_rid.get(rid),
+                        segment=seg_index,
+                        ledger_len=pos,
+                        timestamp=m.timestamp,
+                        stop_reason=stop_by_rid.get(rid),
+                    )
+                )
+                response_of_request.append(mid)
+        # place events on the request axis
+        seg_first_request: dict[int, int] = {}
+        for r in requests:
+            seg_first_request.setdefault(r.segment, r.index)
+        placed: list[RecordedEvent] = []
+        for e in events:
+            first = seg_first_request.get(e.segment or 0)
+            after = (first - 1) if first is not None else len(requests)
+            placed.append(e.model_copy(update={"after_request": after}))
+        for mc in microcompacts:
+            rec = mc.record
+            assert rec is not None
+            meta = (
+                rec.get("microcompactMetadata") if isinstance(rec.get("microcompactMetadata"), dict) else {}
+            )
+            assert isinstance(meta, dict)
+            cleared = meta.get("compactedToolIds")
+            after = sum(
+                1
+                for m in messages
+                if m.response_id and line_of_msg.get(m.id, 0) < mc.line and m.id in response_of_request
+            )
+            placed.append(
+                RecordedEvent(
+                    kind=EventKind.MICROCOMPACT,
+                    trigger=str(meta.get("trigger")) if meta.get("trigger") is not None else None,
+                    pre_tokens=_int(meta.get("preTokens")),
+                    tokens_saved=_int(meta.get("tokensSaved")),
+                    cleared_tool_ids=tuple(str(x) for x in cleared) if isinstance(cleared, list) else (),
+                    after_request=after,
+                    timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+                    file=self.file,
+                    line=mc.line,
+                )
+            )
+        placed.sort(key=lambda e: (e.after_request, e.line or 0))
+        segment_models = [
+            Segment(
+                index=i,
+                message_ids=tuple(ids),
+                started_by=next(
+                    (j for j, e in enumerate(placed) if e.kind is EventKind.COMPACTION and e.segment == i),
+                    None,
+                ),
+            )
+            for i, ids in enumerate(segments)
+        ]
+        models = Counter(r.model for r in requests if r.model and r.model != "<synthetic>")
+        transcript = Transcript(
+            format=FORMAT,
+            path=self.file,
+            session_id=self.s.session_id,
+            model=models.most_common(1)[0][0] if models else None,
+            title=self.s.title,
+            messages=messages,
+            segments=segment_models,
+            requests=requests,
+            events=placed,
+            abandoned=abandoned,
+            load_issues=self.issues,
+            skipped=dict(self.skipped),
+        )
+        if not sidechain_file:
+            transcript.subagents = self._inline_subagents()
+        if path is not None and not sidechain_file:
+            subs, calls = _find_subagent_files(path, self.s.session_id)
+            transcript.subagents = transcript.subagents + subs
+            _link_compaction_calls(transcript, calls)
+        return transcript
+
+    def _inline_subagents(self) -> list[SubagentRef]:
+        """Claude Code 1.0: sidechain lines written inline; each root begins one subagent run."""
+        nodes = self.s.nodes
+        roots: dict[str, list[_Node]] = defaultdict(list)
+        root_of: dict[str, str] = {}
+        for u in self.s.order:
+            n = nodes[u]
+            if not n.sidechain or n.type not in CONVERSATION_TYPES:
+                continue
+            parent = nodes.get(n.parent) if n.parent else None
+            root = root_of.get(parent.uuid) if parent is not None and parent.sidechain else None
+            root = root or n.uuid
+            root_of[n.uuid] = root
+            roots[root].append(n)
+        out: list[SubagentRef] = []
+        for root, ns in roots.items():
+            rids = {_response_id(n.record) for n in ns if n.type == "assistant" and n.record is not None}
+            agent = next(
+                (n.record.get("agentId") for n in ns if n.record is not None and n.record.get("agentId")),
+                None,
+            )
+            first = ns[0].record or {}
+            msg = first.get("message")
+            desc = msg.get("content") if isinstance(msg, dict) else None
+            out.append(
+                SubagentRef(
+                    agent_id=str(agent) if agent else f"inline-{root[:8]}",
+                    path=None,
+                    layout="inline (1.0)",
+                    description=desc.strip().splitlines()[0][:120]
+                    if isinstance(desc, str) and desc.strip()
+                    else None,
+                    messages=len({n.uuid for n in ns if n.type == "user"}) + len(rids),
+                    requests=len(rids - {None}),
+                )
+            )
+        return out
+
+
+def _is_api_error(n: _Node) -> bool:
+    rec = n.record or {}
+    return bool(rec.get("isApiErrorMessage")) or (
+        isinstance(rec.get("message"), dict) and rec["message"].get("model") == "<synthetic>"
+    )
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _first_record(path: Path) -> dict[str, Any] | None:
+    try:
+        with path.open("rb") as fh:
+            for _ in range(50):
+                raw = fh.readline()
+                if not raw:
+                    return None
+                issues: list[LoadIssue] = []
+                rec = decode_json_line(raw.rstrip(b"\n"), str(path), 0, issues)
+                if rec is not None and ("sessionId" in rec or "agentId" in rec):
+                    return rec
+    except OSError:
+        return None
+    return None
+
+
+def _find_subagent_files(path: Path, session_id: str | None) -> tuple[list[SubagentRef], list[Path]]:
+    """Subagent transcripts of the session at `path`, and its compaction-call files."""
+    found: list[tuple[Path, str]] = []
+    own_dir = path.parent / path.stem / "subagents"
+    if own_dir.is_dir():
+        found.extend((p, "subagents/ (2.1)") for p in sorted(own_dir.glob("agent-*.jsonl")))
+    if session_id and not path.name.startswith("agent-"):
+        # a folder holding the session may keep `subagents/` beside it, or (2.0) agent files at its
+        # own level; both may hold other sessions' agents, so the sessionId must match
+        shared = [(p, "subagents/ (2.1)") for p in sorted((path.parent / "subagents").glob("agent-*.jsonl"))]
+        shared += [(p, "beside the session (2.0)") for p in sorted(path.parent.glob("agent-*.jsonl"))]
+        for p, layout in shared:
+            rec = _first_record(p)
+            if rec is not None and rec.get("sessionId") == session_id and all(p != q for q, _ in found):
+                found.append((p, layout))
+    subs: list[SubagentRef] = []
+    calls: list[Path] = []
+    for p, layout in found:
+        agent_id = p.stem.removeprefix("agent-")
+        if agent_id.startswith("acompact"):
+            calls.append(p)
+            continue
+        meta: dict[str, Any] = {}
+        meta_path = p.with_name(p.stem + ".meta.json")
+        if meta_path.is_file():
+            try:
+                loaded = json.loads(meta_path.read_text(encoding="utf-8"))
+                meta = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):
+                meta = {}
+        try:
+            sub = load_claude_code(p, with_subagents=False)
+            n_msgs, n_reqs = len(sub.messages), len(sub.requests)
+            first_task = next((m.text for m in sub.messages if m.role is Role.USER and m.text.strip()), "")
+        except OSError:
+            n_msgs = n_reqs = 0
+            first_task = ""
+        desc = meta.get("description") if isinstance(meta.get("description"), str) else None
+        subs.append(
+            SubagentRef(
+                agent_id=agent_id,
+                path=str(p),
+                layout=layout,
+                agent_type=meta.get("agentType") if isinstance(meta.get("agentType"), str) else None,
+                description=desc
+                or (first_task.strip().splitlines()[0][:120] if first_task.strip() else None),
+                tool_use_id=meta.get("toolUseId") if isinstance(meta.get("toolUseId"), str) else None,
+                messages=n_msgs,
+                requests=n_reqs,
+            )
+        )
+    return subs, calls
+
+
+def _link_compaction_calls(transcript: Transcript, calls: Iterable[Path]) -> None:
+    """Pair each `agent-acompact-*` file with a recorded compaction, nearest in time first."""
+    compactions = [i for i, e in enumerate(transcript.events) if e.kind is EventKind.COMPACTION]
+    stamped: list[tuple[str, Path]] = []
+    for p in calls:
+        last_ts = ""
+        try:
+            with p.open("rb") as fh:
+                for raw in fh:
+                    issues: list[LoadIssue] = []
+                    rec = decode_json_line(raw.rstrip(b"\n"), str(p), 0, issues)
+                    if rec is not None and isinstance(rec.get("timestamp"), str):
+                        last_ts = max(last_ts, rec["timestamp"])
+        except OSError:
+            continue
+        stamped.append((last_ts, p))
+    stamped.sort()
+    for idx, (_, p) in zip(compactions, stamped, strict=False):
+        transcript.events[idx] = transcript.events[idx].model_copy(update={"call_file": str(p)})
+
+
+def load_claude_code(path: str | Path, *, with_subagents: bool = True) -> Transcript:
+    """Read a whole Claude Code transcript file."""
+    reader = ClaudeCodeReader(path, with_subagents=with_subagents)
+    with Path(path).open("rb") as fh:
+        while chunk := fh.read(READ_CHUNK):
+            reader.feed(chunk)
+    reader.finish()
+    return reader.transcript()
+
+
+class ClaudeCodeFormat:
+    """Detects Claude Code JSONL by its envelope: `type` plus uuid/parentUuid/sessionId keys."""
+
+    format = FORMAT
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        if path.is_dir():
+            return False
+        for raw in head.split(b"\n")[:50]:
+            issues: list[LoadIssue] = []
+            rec = decode_json_line(raw, str(path), 0, issues)
+            if rec is None:
+                continue
+            if rec.get("type") in KNOWN_TYPES and not SNIFF_KEYS.isdisjoint(rec):
+                return True
+            if "payload" in rec or "role" in rec:
+                return False
+        return False
+
+    def load(self, path: Path) -> Transcript:
+        return load_claude_code(path)

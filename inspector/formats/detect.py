@@ -1,0 +1,59 @@
+"""Choose a reader from a file's content, never from its name."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from inspector.model import Transcript
+
+from .base import LoaderError, Reader
+
+HEAD_BYTES = 256 * 1024
+
+
+def _readers() -> list[Reader]:
+    # Imported here so each reader module stays independent; order matters: most specific first.
+    from .claude_code import ClaudeCodeFormat
+
+    return [ClaudeCodeFormat()]
+
+
+def read_head(path: Path) -> bytes:
+    if path.is_dir():
+        return b""
+    with path.open("rb") as fh:
+        return fh.read(HEAD_BYTES)
+
+
+def detect(path: str | os.PathLike[str]) -> Reader:
+    """The reader for `path`, or LoaderError naming what was wrong."""
+    p = Path(path)
+    if not p.exists():
+        raise LoaderError(f"no such file or folder: {p}")
+    if not os.access(p, os.R_OK):
+        raise LoaderError(f"cannot read {p}: permission denied")
+    try:
+        head = read_head(p)
+    except OSError as exc:
+        raise LoaderError(f"cannot read {p}: {exc.strerror or exc}") from None
+    for reader in _readers():
+        if reader.sniff(p, head):
+            return reader
+    if p.is_dir():
+        raise LoaderError(f"{p} is a folder that holds no session this inspector can read")
+    if not head.strip():
+        raise LoaderError(f"{p} is empty")
+    raise LoaderError(
+        f"{p} is not a transcript this inspector can read (Claude Code, Codex, opencode, OpenCollab, chat JSON)"
+    )
+
+
+def load(path: str | os.PathLike[str]) -> Transcript:
+    """Load a transcript of any supported harness."""
+    p = Path(path)
+    reader = detect(p)
+    try:
+        return reader.load(p)
+    except OSError as exc:
+        raise LoaderError(f"cannot read {p}: {exc.strerror or exc}") from None

@@ -1,0 +1,172 @@
+"""The report as Rich tables for a terminal. Every transcript string goes through `visible`."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from .sanitize import one_line, visible
+from .summary import Report
+
+
+def _n(v: int | None) -> str:
+    return "—" if v is None else f"{v:,}"
+
+
+def _kv_table(title: str) -> Table:
+    t = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column()
+    return t
+
+
+def render_report(report: Report) -> RenderableType:
+    parts: list[RenderableType] = []
+    head = _kv_table("Session")
+    head.add_row("file", Text(visible(report.path, newlines=False)))
+    head.add_row("format", report.format)
+    head.add_row("model", Text(visible(report.model or "unknown", newlines=False)))
+    if report.title:
+        head.add_row("title", Text(one_line(report.title, 100)))
+    head.add_row("requests", f"{len(report.requests):,}")
+    head.add_row("messages", ", ".join(f"{k} {v:,}" for k, v in report.messages_by_role.items()) or "0")
+    if report.context:
+        c = report.context
+        head.add_row(
+            "context",
+            f"first {c.first:,} · max {c.max:,} (request {c.max_request}) · last {c.last:,}",
+        )
+    head.add_row("spent", f"{report.cumulative_tokens:,} tokens in all (input + output, across compactions)")
+    b = report.budget
+    head.add_row(
+        "budget",
+        f"policy {b.policy} · window {_n(b.window)} ({b.window_source}) · trigger {b.trigger:,} · target {b.target:,}"
+        + (f" · blocking {b.blocking:,}" if b.blocking is not None else ""),
+    )
+    if report.skipped:
+        head.add_row(
+            "skipped", ", ".join(f"{visible(k, newlines=False)} {v:,}" for k, v in report.skipped.items())
+        )
+    parts.append(head)
+
+    if report.tool_calls:
+        tools = Table(title="Tool calls", title_justify="left")
+        tools.add_column("tool")
+        tools.add_column("calls", justify="right")
+        for name, count in report.tool_calls.items():
+            tools.add_row(Text(visible(name, newlines=False)), f"{count:,}")
+        parts.append(tools)
+
+    if report.recorded_events:
+        ev = Table(title="Recorded events", title_justify="left")
+        for col in ("kind", "trigger", "after request", "pre tokens", "post / saved", "line"):
+            ev.add_column(
+                col,
+                justify="right" if col in ("after request", "pre tokens", "post / saved", "line") else "left",
+            )
+        for e in report.recorded_events:
+            ev.add_row(
+                e.kind + (f" ({e.layer})" if e.layer else ""),
+                Text(visible(e.trigger or "—", newlines=False)),
+                str(e.after_request),
+                _n(e.pre_tokens),
+                _n(e.post_tokens if e.post_tokens is not None else e.tokens_saved),
+                _n(e.line),
+            )
+        parts.append(ev)
+
+    if report.layers is not None:
+        lay = Table(title=f"Pipeline at request {report.step}", title_justify="left")
+        for col in (
+            "layer",
+            "fired",
+            "before",
+            "after",
+            "truncated",
+            "cleared",
+            "removed",
+            "summarized",
+            "why",
+        ):
+            lay.add_column(
+                col,
+                justify="right"
+                if col in ("before", "after", "truncated", "cleared", "removed", "summarized")
+                else "left",
+            )
+        for layer in report.layers:
+            lay.add_row(
+                layer.name,
+                "yes" if layer.fired else "no",
+                f"{layer.tokens_before:,}",
+                f"{layer.tokens_after:,}",
+                str(layer.truncated),
+                str(layer.cleared),
+                str(layer.removed),
+                str(layer.summarized),
+                Text(layer.reason),
+            )
+        parts.append(lay)
+
+    if report.subagents:
+        sub = Table(title="Subagents", title_justify="left")
+        for col in ("agent", "layout", "type", "requests", "messages", "task"):
+            sub.add_column(col)
+        for s in report.subagents:
+            sub.add_row(
+                Text(visible(s.agent_id, newlines=False)),
+                s.layout,
+                Text(visible(s.agent_type or "—", newlines=False)),
+                f"{s.requests:,}",
+                f"{s.messages:,}",
+                Text(one_line(s.description or "", 60)),
+            )
+        parts.append(sub)
+
+    if report.abandoned_branches:
+        ab = Table(title="Abandoned branches (rewinds)", title_justify="left")
+        for col in ("forked from", "messages", "first line", "begins with"):
+            ab.add_column(col)
+        for a in report.abandoned_branches:
+            ab.add_row(
+                Text(visible(a.fork_id, newlines=False)),
+                str(a.messages),
+                str(a.first_line),
+                Text(one_line(a.preview, 60)),
+            )
+        parts.append(ab)
+
+    if report.load_issues:
+        iss = Table(title=f"Load issues ({len(report.load_issues):,})", title_justify="left")
+        iss.add_column("where")
+        iss.add_column("reason")
+        for issue in report.load_issues[:200]:
+            iss.add_row(
+                Text(visible(f"{issue.file}:{issue.line}", newlines=False)),
+                Text(visible(issue.reason, newlines=False)),
+            )
+        parts.append(iss)
+
+    if report.requests:
+        rq = Table(title="Context per request", title_justify="left")
+        for col in ("request", "context", "output", "spent so far", "segment"):
+            rq.add_column(col, justify="right")
+        rows = report.requests
+        shown = rows if len(rows) <= 40 else rows[:10] + rows[-30:]
+        for i, r in enumerate(shown):
+            if len(rows) > 40 and i == 10:
+                rq.add_row("…", "", "", "", "")
+            rq.add_row(
+                str(r.index),
+                _n(r.context_tokens),
+                _n(r.output_tokens),
+                f"{r.cumulative_tokens:,}",
+                str(r.segment),
+            )
+        parts.append(rq)
+    return Group(*parts)
+
+
+def print_report(report: Report, console: Console | None = None) -> None:
+    (console or Console()).print(render_report(report))

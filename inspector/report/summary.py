@@ -1,0 +1,242 @@
+"""The report: the facts of a transcript as a documented, stable JSON schema (`Report`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from pydantic import BaseModel, Field
+
+from inspector.model import Role, Transcript
+from inspector.model.windows import model_window
+
+SCHEMA_VERSION = 1
+
+
+class RequestRow(BaseModel):
+    """One model call."""
+
+    index: int = Field(description="1-based request number")
+    context_tokens: int | None = Field(
+        description="input + cache write + cache read reported for this request"
+    )
+    output_tokens: int | None
+    cumulative_tokens: int = Field(
+        description="tokens spent so far (input + output of every request), across compactions"
+    )
+    segment: int = Field(description="ledger segment (0 before the first compaction)")
+    ledger_messages: int = Field(description="messages in the ledger when the request was made")
+    model: str | None
+    timestamp: str | None
+
+
+class ContextStats(BaseModel):
+    first: int
+    max: int
+    max_request: int
+    last: int
+
+
+class EventRow(BaseModel):
+    """Something the harness recorded doing to its context (a compaction, a microcompact, a fired layer)."""
+
+    kind: str
+    trigger: str | None
+    pre_tokens: int | None
+    post_tokens: int | None
+    tokens_saved: int | None
+    after_request: int = Field(description="the last request made before the event")
+    cleared_tool_ids: list[str]
+    preserved_ids: list[str]
+    layer: str | None
+    call_file: str | None = Field(description="the file holding the compaction's own model call")
+    line: int | None
+
+
+class SubagentRow(BaseModel):
+    agent_id: str
+    path: str | None
+    layout: str
+    agent_type: str | None
+    description: str | None
+    messages: int
+    requests: int
+
+
+class AbandonedRow(BaseModel):
+    fork_id: str
+    messages: int
+    first_line: int
+    preview: str
+
+
+class IssueRow(BaseModel):
+    file: str
+    line: int
+    reason: str
+
+
+class BudgetRow(BaseModel):
+    """The lines every layer, drawing and report reads (DESIGN.md §2.1)."""
+
+    policy: str
+    window: int | None
+    window_source: str = Field(description="--window, transcript, model, or unknown")
+    output_reserve: int
+    safety_buffer: int
+    trigger: int
+    target: int
+    groups_kept: int
+    results_kept: int
+    blocking: int | None
+
+
+class LayerRow(BaseModel):
+    """One layer of the pipeline at the requested step."""
+
+    name: str
+    fired: bool
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    truncated: int
+    cleared: int
+    removed: int
+    summarized: int
+
+
+class Report(BaseModel):
+    """`context-inspector report PATH --json`. Keys are stable; new keys may be added."""
+
+    schema_version: int = SCHEMA_VERSION
+    format: str
+    path: str
+    session_id: str | None
+    model: str | None
+    title: str | None
+    requests: list[RequestRow]
+    messages: int
+    messages_by_role: dict[str, int]
+    tool_calls: dict[str, int]
+    context: ContextStats | None
+    cumulative_tokens: int
+    recorded_events: list[EventRow]
+    segments: int
+    subagents: list[SubagentRow]
+    abandoned_branches: list[AbandonedRow]
+    skipped: dict[str, int]
+    load_issues: list[IssueRow]
+    budget: BudgetRow
+    step: int | None = None
+    layers: list[LayerRow] | None = None
+
+
+def resolve_window(transcript: Transcript, window: int | None) -> tuple[int | None, str]:
+    """The window to shape against, and where it came from."""
+    if window is not None:
+        return window, "--window"
+    if transcript.window is not None:
+        return transcript.window, "transcript"
+    observed = max((r.usage.context for r in transcript.requests if r.usage), default=0)
+    found = model_window(transcript.model, observed)
+    return (found, "model") if found is not None else (None, "unknown")
+
+
+def role_counts(transcript: Transcript) -> dict[str, int]:
+    counts: Counter[str] = Counter()
+    for m in transcript.messages:
+        if m.role is Role.USER and m.is_tool_result:
+            counts["tool_result"] += 1
+        elif m.is_summary:
+            counts["summary"] += 1
+        else:
+            counts[m.role.value] += 1
+    return dict(sorted(counts.items()))
+
+
+def tool_counts(transcript: Transcript) -> dict[str, int]:
+    counts: Counter[str] = Counter(c.name for m in transcript.messages for c in m.tool_calls)
+    return dict(counts.most_common())
+
+
+def request_rows(transcript: Transcript) -> list[RequestRow]:
+    rows: list[RequestRow] = []
+    spent = 0
+    for r in transcript.requests:
+        if r.usage is not None:
+            spent += r.usage.spent
+        rows.append(
+            RequestRow(
+                index=r.index,
+                context_tokens=r.usage.context if r.usage else None,
+                output_tokens=r.usage.output if r.usage else None,
+                cumulative_tokens=spent,
+                segment=r.segment,
+                ledger_messages=r.ledger_len,
+                model=r.model,
+                timestamp=r.timestamp,
+            )
+        )
+    return rows
+
+
+def context_stats(rows: list[RequestRow]) -> ContextStats | None:
+    known = [(r.index, r.context_tokens) for r in rows if r.context_tokens is not None]
+    if not known:
+        return None
+    top = max(known, key=lambda x: x[1])
+    return ContextStats(first=known[0][1], max=top[1], max_request=top[0], last=known[-1][1])
+
+
+def build_report(transcript: Transcript, budget: BudgetRow) -> Report:
+    rows = request_rows(transcript)
+    return Report(
+        format=transcript.format,
+        path=transcript.path,
+        session_id=transcript.session_id,
+        model=transcript.model,
+        title=transcript.title,
+        requests=rows,
+        messages=len(transcript.messages),
+        messages_by_role=role_counts(transcript),
+        tool_calls=tool_counts(transcript),
+        context=context_stats(rows),
+        cumulative_tokens=rows[-1].cumulative_tokens if rows else 0,
+        recorded_events=[
+            EventRow(
+                kind=e.kind.value,
+                trigger=e.trigger,
+                pre_tokens=e.pre_tokens,
+                post_tokens=e.post_tokens,
+                tokens_saved=e.tokens_saved,
+                after_request=e.after_request,
+                cleared_tool_ids=list(e.cleared_tool_ids),
+                preserved_ids=list(e.preserved_ids),
+                layer=e.layer,
+                call_file=e.call_file,
+                line=e.line,
+            )
+            for e in transcript.events
+        ],
+        segments=len(transcript.segments),
+        subagents=[
+            SubagentRow(
+                agent_id=s.agent_id,
+                path=s.path,
+                layout=s.layout,
+                agent_type=s.agent_type,
+                description=s.description,
+                messages=s.messages,
+                requests=s.requests,
+            )
+            for s in transcript.subagents
+        ],
+        abandoned_branches=[
+            AbandonedRow(
+                fork_id=a.fork_id, messages=len(a.message_ids), first_line=a.first_line, preview=a.preview
+            )
+            for a in transcript.abandoned
+        ],
+        skipped=dict(sorted(transcript.skipped.items())),
+        load_issues=[IssueRow(file=i.file, line=i.line, reason=i.reason) for i in transcript.load_issues],
+        budget=budget,
+    )

@@ -1,0 +1,25 @@
+"""Shared test fixtures: where the real corpus is, and a skip when it is absent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus"
+FA812 = CORPUS / "claude-code" / "spotter-fa812bfe" / "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
+
+
+def corpus_file(relative: str) -> Path:
+    """A corpus file, or a skip with the reason when the corpus is not beside the project."""
+    path = CORPUS / relative
+    if not path.exists():
+        pytest.skip(f"real transcript corpus not found at {CORPUS} (present in CI, absent on a fresh clone)")
+    return path
+
+
+def claude_code_corpus() -> list[Path]:
+    if not CORPUS.exists():
+        return []
+    return sorted((CORPUS / "claude-code").rglob("*.jsonl"))
