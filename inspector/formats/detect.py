@@ -15,8 +15,11 @@ HEAD_BYTES = 256 * 1024
 def _readers() -> list[Reader]:
     # Imported here so each reader module stays independent; order matters: most specific first.
     from .claude_code import ClaudeCodeFormat
+    from .codex import CodexFormat
+    from .generic import GenericChatFormat
+    from .opencode import OpencodeFormat
 
-    return [ClaudeCodeFormat()]
+    return [ClaudeCodeFormat(), CodexFormat(), OpencodeFormat(), GenericChatFormat()]
 
 
 def read_head(path: Path) -> bytes:
