@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from inspector import __version__
 from inspector.formats import LoaderError, load
 from inspector.model import Transcript
+from inspector.replay import ReplayError
+from inspector.shaping import PolicyError
 
 EXIT_USAGE = 2
 
@@ -153,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = _parser().parse_args(args_list)
             return COMMANDS[args.command](args)
         return _cmd_open(_app_parser().parse_args(args_list))
-    except UserError as exc:
+    except (UserError, PolicyError, ReplayError) as exc:
         sys.stderr.write(f"context-inspector: {exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:

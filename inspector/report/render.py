@@ -77,37 +77,32 @@ def render_report(report: Report) -> RenderableType:
         parts.append(ev)
 
     if report.layers is not None:
-        lay = Table(title=f"Pipeline at request {report.step}", title_justify="left")
-        for col in (
-            "layer",
-            "fired",
-            "before",
-            "after",
-            "truncated",
-            "cleared",
-            "removed",
-            "summarized",
-            "why",
-        ):
-            lay.add_column(
-                col,
-                justify="right"
-                if col in ("before", "after", "truncated", "cleared", "removed", "summarized")
-                else "left",
+        b = report.budget
+        lines = [
+            Text(
+                f"Pipeline at request {report.step} (policy {b.policy}, trigger {b.trigger:,}, target {b.target:,})",
+                style="italic",
             )
+        ]
         for layer in report.layers:
-            lay.add_row(
-                layer.name,
-                "yes" if layer.fired else "no",
-                f"{layer.tokens_before:,}",
-                f"{layer.tokens_after:,}",
-                str(layer.truncated),
-                str(layer.cleared),
-                str(layer.removed),
-                str(layer.summarized),
-                Text(layer.reason),
+            changes = ", ".join(
+                f"{n} {word}"
+                for n, word in (
+                    (layer.truncated, "truncated"),
+                    (layer.cleared, "cleared"),
+                    (layer.removed, "removed"),
+                    (layer.summarized, "summarized"),
+                )
+                if n
             )
-        parts.append(lay)
+            row = Text()
+            row.append(f"  {layer.label:<20}", style="bold")
+            row.append("fired    " if layer.fired else "idle     ", style="green" if layer.fired else "dim")
+            row.append(f"{layer.tokens_before:>10,} → {layer.tokens_after:>10,}   ")
+            row.append(changes or "no change")
+            lines.append(row)
+            lines.append(Text(f"      {layer.reason}", style="dim"))
+        parts.append(Group(*lines))
 
     if report.subagents:
         sub = Table(title="Subagents", title_justify="left")

@@ -17,8 +17,9 @@ class RequestRow(BaseModel):
 
     index: int = Field(description="1-based request number")
     context_tokens: int | None = Field(
-        description="input + cache write + cache read reported for this request"
+        description="input + cache write + cache read reported for this request (calibrated where none was reported)"
     )
+    estimated: bool = Field(default=False, description="true when context_tokens is calibrated, not reported")
     output_tokens: int | None
     cumulative_tokens: int = Field(
         description="tokens spent so far (input + output of every request), across compactions"
@@ -94,6 +95,7 @@ class LayerRow(BaseModel):
     """One layer of the pipeline at the requested step."""
 
     name: str
+    label: str
     fired: bool
     reason: str
     tokens_before: int

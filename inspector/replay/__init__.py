@@ -1,0 +1,265 @@
+"""Request-by-request replay: the shaped views of any request of a transcript, computed on demand.
+
+`Replay.open(transcript, policy, window)` calibrates the transcript once (per-message weights
+checked against what the provider billed), derives the budget once, and shapes a request when
+it is asked for (`step(k)`), keeping recent steps in a cache so stepping back and forth is
+instant. Calibration does not depend on the policy or the window, so `with_settings` reuses it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from inspector.model import Message, RecordedEvent, Request, Transcript
+from inspector.report.summary import BudgetRow, LayerRow, Report, build_report, resolve_window
+from inspector.shaping import Budget, Policy, PolicyError, ShapeResult, explain, load_policy
+from inspector.tokens import Estimator, get_estimator
+from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator, Calibration, overhead_message
+
+STEP_CACHE = 256
+DEFAULT_POLICY = "opencollab"
+
+
+class ReplayError(ValueError):
+    """A request or message the user named does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One request, replayed: the ledger it was made with, its weights, and the pipeline's result."""
+
+    index: int
+    request: Request
+    ledger: tuple[Message, ...]
+    """The overhead pseudo-message (system prompt and tool schemas) followed by the ledger."""
+    weights: dict[str, int]
+    """Calibrated weight of every ledger message, by id."""
+    result: ShapeResult
+    budget: Budget
+    context: int
+    """Calibrated whole input at this request (the provider's report where there is one)."""
+    reported: int | None
+    predicted: int | None
+    """What the weights before this request predicted its input to be."""
+
+    @property
+    def sent(self) -> tuple[Message, ...]:
+        return self.result.final
+
+
+def _policy(policy: str | Policy | None) -> Policy:
+    if isinstance(policy, Policy):
+        return policy
+    try:
+        return load_policy(policy or DEFAULT_POLICY)
+    except PolicyError:
+        raise
+    except OSError as exc:
+        raise PolicyError(f"cannot read policy {policy}: {exc.strerror or exc}") from None
+
+
+class Replay:
+    """A transcript under one policy and one window."""
+
+    def __init__(
+        self,
+        transcript: Transcript,
+        policy: Policy,
+        window: int | None,
+        window_source: str,
+        estimator: Estimator,
+        calibration: Calibration,
+    ) -> None:
+        self.transcript = transcript
+        self.policy = policy
+        self.window = window
+        self.window_source = window_source
+        self.estimator = estimator
+        self.calibration = calibration
+        self.budget = policy.budget(window)
+        self.pipeline = policy.pipeline(messages=transcript.messages)
+        self._steps: OrderedDict[int, Step] = OrderedDict()
+        self._overhead = overhead_message()
+
+    @classmethod
+    def open(
+        cls,
+        transcript: Transcript,
+        policy: str | Policy | None = None,
+        window: int | None = None,
+        estimator: str = "heuristic",
+        mode: str = "delta",
+    ) -> Replay:
+        chosen = _policy(policy)
+        win, source = resolve_window(transcript, window)
+        est = get_estimator(estimator)
+        calibration = Calibration(transcript, est, mode=mode)  # type: ignore[arg-type]
+        return cls(transcript, chosen, win, source, est, calibration)
+
+    def with_settings(self, policy: str | Policy | None = None, window: int | None = None) -> Replay:
+        """The same transcript and calibration under another policy and/or window."""
+        chosen = _policy(policy) if policy is not None else self.policy
+        if window is None:
+            win, source = self.window, self.window_source
+        else:
+            win, source = window, "--window"
+        return Replay(self.transcript, chosen, win, source, self.estimator, self.calibration)
+
+    def __len__(self) -> int:
+        return len(self.transcript.requests)
+
+    # -- steps -------------------------------------------------------------------------------
+    def _check(self, k: int) -> int:
+        n = len(self)
+        if n == 0:
+            raise ReplayError("this transcript has no requests")
+        if not 1 <= k <= n:
+            raise ReplayError(f"request {k} does not exist: this transcript has requests 1 to {n}")
+        return k
+
+    def step(self, k: int) -> Step:
+        """Request `k` (1-based), shaped; cached."""
+        self._check(k)
+        cached = self._steps.get(k)
+        if cached is not None:
+            self._steps.move_to_end(k)
+            return cached
+        request = self.transcript.request(k)
+        ledger = (self._overhead, *self.transcript.ledger(k))
+        sizer = CalibratedEstimator(self.calibration, k, self.estimator)
+        result = self.pipeline.run(ledger, self.budget, sizer)
+        weights = self.calibration.weights(k)
+        step = Step(
+            index=k,
+            request=request,
+            ledger=ledger,
+            weights=weights,
+            result=result,
+            budget=self.budget,
+            context=self.calibration.context(k),
+            reported=request.usage.context if request.usage else None,
+            predicted=self.calibration.predicted(k),
+        )
+        self._steps[k] = step
+        if len(self._steps) > STEP_CACHE:
+            self._steps.popitem(last=False)
+        return step
+
+    def steps(self) -> Iterator[Step]:
+        for k in range(1, len(self) + 1):
+            yield self.step(k)
+
+    def contexts(self) -> list[int]:
+        """Calibrated context per request (index 0 is request 1)."""
+        return [self.calibration.context(k) for k in range(1, len(self) + 1)]
+
+    def events_at(self, k: int) -> list[RecordedEvent]:
+        """Recorded events placed right after request k."""
+        return [e for e in self.transcript.events if e.after_request == k]
+
+    # -- finding messages ----------------------------------------------------------------------
+    def find_message(self, ref: str) -> Message:
+        """A message by id, unique id prefix, or line number in its file (`1583` or `:1583`)."""
+        ref = ref.strip()
+        if ref == OVERHEAD_ID:
+            return self._overhead
+        try:
+            return self.transcript.message(ref)
+        except KeyError:
+            pass
+        line = re.fullmatch(r":?(\d+)", ref)
+        if line:
+            n = int(line.group(1))
+            for m in self.transcript.messages:
+                if m.origin is not None and m.origin.line == n:
+                    return m
+        matches = [m for m in self.transcript.messages if m.id.startswith(ref)] if ref else []
+        if len(matches) == 1:
+            return matches[0]
+        if len(matches) > 1:
+            raise ReplayError(f"{ref!r} matches {len(matches)} messages; give more of the id")
+        raise ReplayError(
+            f"no message {ref!r} in {os.path.basename(self.transcript.path)} (give an id, an id prefix or a line number)"
+        )
+
+    def requests_holding(self, message_id: str) -> list[int]:
+        """The requests whose ledger held this message."""
+        out: list[int] = []
+        for seg in self.transcript.segments:
+            if message_id in seg.message_ids:
+                pos = seg.message_ids.index(message_id)
+                out.extend(
+                    r.index for r in self.transcript.requests if r.segment == seg.index and r.ledger_len > pos
+                )
+        return sorted(out)
+
+    def explain(self, ref: str, step: int | None = None) -> str:
+        """One sentence: what the pipeline did to a message at a request, and why, with the numbers."""
+        message = self.find_message(ref)
+        holding = (
+            self.requests_holding(message.id) if message.id != OVERHEAD_ID else list(range(1, len(self) + 1))
+        )
+        if step is None:
+            if not holding:
+                return f"{message.id}: never sent — no request was made while it was in the ledger"
+            step = holding[-1]
+        self._check(step)
+        if message.id not in {m.id for m in self.step(step).ledger}:
+            where = (
+                f"it was sent with requests {holding[0]}–{holding[-1]}" if holding else "it was never sent"
+            )
+            return f"{message.id}: not in the ledger at request {step}; {where}"
+        return f"request {step}: {explain(self.step(step).result, message.id)}"
+
+    # -- report ------------------------------------------------------------------------------
+    def budget_row(self) -> BudgetRow:
+        b = self.budget
+        return BudgetRow(
+            policy=self.policy.name,
+            window=b.window,
+            window_source=self.window_source,
+            output_reserve=b.output_reserve,
+            safety_buffer=b.safety_buffer,
+            trigger=b.trigger,
+            target=b.target,
+            groups_kept=b.groups_kept,
+            results_kept=b.results_kept,
+            blocking=b.blocking,
+        )
+
+    def report(self, step: int | None = None) -> Report:
+        report = build_report(self.transcript, self.budget_row())
+        spend = self.calibration.spend
+        for row, k in zip(report.requests, range(1, len(self) + 1), strict=True):
+            if row.context_tokens is None:
+                row.context_tokens = self.calibration.context(k)
+                row.estimated = True
+            row.cumulative_tokens = spend[k - 1]
+        if report.requests:
+            report.cumulative_tokens = report.requests[-1].cumulative_tokens
+        if step is not None:
+            s = self.step(self._check(step))
+            report.step = step
+            report.layers = [
+                LayerRow(
+                    name=layer.name,
+                    label=layer.label,
+                    fired=layer.fired,
+                    reason=layer.reason,
+                    tokens_before=layer.tokens_before,
+                    tokens_after=layer.tokens_after,
+                    truncated=layer.truncated,
+                    cleared=layer.cleared,
+                    removed=layer.removed,
+                    summarized=layer.summarized,
+                )
+                for layer in s.result.layers
+            ]
+        return report
+
+
+__all__ = ["DEFAULT_POLICY", "Replay", "ReplayError", "Step"]

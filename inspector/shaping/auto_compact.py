@@ -1,0 +1,255 @@
+"""Layer B: auto compact (OpenCollab rung `auto_compact`), the last resort."""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from inspector.model import Message, Role, Source, SourceKind, TextBlock
+
+from .base import Action, Decision, LayerResult, Sizer, memo, no_change, plural, pressure, under_trigger
+from .budget import Budget
+from .groups import Group, group_spans, pin_label
+from .summarize import Summarizer, cacheable, summarizer_key
+
+SUMMARY_HEADER = "[Context auto-compacted — summary of {n} earlier messages]"
+SUMMARY_CACHE_SIZE = 8
+SUMMARY_SOURCE = Source.of(SourceKind.SUMMARY, name="auto compact")
+
+
+def summary_header(n: int) -> str:
+    return SUMMARY_HEADER.format(n=n)
+
+
+class SummaryCache:
+    """An LRU of summaries keyed by a hash of the segment; counts hits and misses."""
+
+    def __init__(self, size: int = SUMMARY_CACHE_SIZE) -> None:
+        self.size = size
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[str, str] = OrderedDict()
+
+    def get(self, key: str) -> str | None:
+        text = self._entries.get(key)
+        if text is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        self._entries.move_to_end(key)
+        return text
+
+    def put(self, key: str, text: str) -> None:
+        self._entries[key] = text
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+
+def segment_key(messages: Sequence[Message], summarizer: str) -> str:
+    """sha256 of the summarizer's key and the canonical JSON of every message of the segment."""
+    h = hashlib.sha256(summarizer.encode())
+    for m in messages:
+        h.update(b"\x00")
+        h.update(m.model_dump_json().encode())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Stretch:
+    """A run of consecutive foldable groups: view[start:end]."""
+
+    start: int
+    end: int
+    groups: int
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+def stretches(groups: Sequence[Group], keep: int) -> list[Stretch]:
+    """Maximal runs of foldable groups between group 0 and the last `keep` groups.
+
+    Foldable: well formed (a complete exchange, or a message that is not an orphan tool result),
+    holding no pinned message and no summary. Pinned groups, summaries and malformed groups split
+    stretches.
+    """
+    region = groups[1 : max(1, len(groups) - keep)]
+    out: list[Stretch] = []
+    run: list[Group] = []
+    for g in [*region, None]:
+        if g is not None and g.complete and not g.pinned and not g.summary:
+            run.append(g)
+            continue
+        if run:
+            out.append(Stretch(start=run[0].start, end=run[-1].end, groups=len(run)))
+            run = []
+    return out
+
+
+class AutoCompact:
+    """Reactive, the last resort; off unless a summarizer is configured.
+
+    Above `budget.trigger` (or forced), replaces the longest stretch of foldable groups that holds
+    no pinned message (between group 0 and the last `budget.groups_kept` groups) with ONE user
+    message (source SUMMARY, `is_summary`): `[Context auto-compacted — summary of N earlier
+    messages]` followed by the summary. A fold is kept only if it lowers the estimate. While the
+    estimate stays above `budget.target`, the next longest stretch is folded the same way, so a
+    second run finds nothing left to do. Pinned messages are never folded; summaries are never
+    folded again. Summaries are cached (LRU of 8) by a hash of the segment, so an unchanged prefix
+    reuses its summary.
+    """
+
+    name = "auto_compact"
+    label = "auto compact"
+    reactive = True
+
+    def __init__(self, summarizer: Summarizer | None = None, cache_size: int = SUMMARY_CACHE_SIZE) -> None:
+        self.summarizer = summarizer
+        self.cache = SummaryCache(cache_size)
+
+    def summary_for(self, segment: Sequence[Message]) -> tuple[str, str]:
+        """(cache key, summary text) for a segment, from the cache when it holds it."""
+        assert self.summarizer is not None
+        key = segment_key(segment, summarizer_key(self.summarizer))
+        text = self.cache.get(key)
+        if text is None:
+            text = self.summarizer.summarize(segment)
+            if cacheable(self.summarizer):
+                self.cache.put(key, text)
+        return key, text
+
+    def apply(
+        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+    ) -> LayerResult:
+        sizer = memo(estimator)
+        src = tuple(view)
+        before = sizer.view(src)
+
+        def unchanged(reason: str) -> LayerResult:
+            return no_change(self, src, before, reason, forced)
+
+        if self.summarizer is None:
+            return unchanged("off: no summarizer configured")
+        if not forced and before <= budget.trigger:
+            return unchanged(under_trigger(before, budget))
+        cause = pressure(before, budget, forced)
+        target = budget.target
+        if before <= target:
+            return unchanged(f"{cause}, already at or under target {target:,}")
+        groups = group_spans(src)
+        keep = budget.groups_kept
+        found = stretches(groups, keep)
+        if not found:
+            return unchanged(f"{cause}, but no foldable stretch outside group 0 and the last {keep} groups")
+        running = before
+        folds: dict[int, tuple[Stretch, Message]] = {}
+        decisions: list[Decision] = []
+        rejected: list[str] = []
+        for st in sorted(found, key=lambda s: (-len(s), s.start)):
+            if running <= target:
+                break
+            segment = src[st.start : st.end]
+            key, text = self.summary_for(segment)
+            summary = Message(
+                id=f"auto-compact-{key[:16]}",
+                role=Role.USER,
+                blocks=(TextBlock(text=f"{summary_header(len(segment))}\n\n{text}"),),
+                timestamp=segment[-1].timestamp,
+                source=SUMMARY_SOURCE,
+                is_summary=True,
+            )
+            folded = sum(sizer.message(m) for m in segment)
+            size = sizer.message(summary)
+            if size >= folded:
+                rejected.append(
+                    f"a summary of {plural(len(segment), 'message')} ({size:,} >= {folded:,} tokens)"
+                )
+                continue
+            running -= folded - size
+            folds[st.start] = (st, summary)
+            step = (
+                f"{cause}; folded with {plural(len(segment) - 1, 'other message')} into summary {summary.id} "
+                f"({folded:,} -> {size:,} tokens)"
+            )
+            decisions.extend(
+                Decision(
+                    message_id=m.id,
+                    layer=self.name,
+                    action=Action.SUMMARIZED,
+                    reason=step,
+                    tokens_before=sizer.message(m),
+                    tokens_after=0,
+                )
+                for m in segment
+            )
+            decisions.append(
+                Decision(
+                    message_id=summary.id,
+                    layer=self.name,
+                    action=Action.SUMMARIZED,
+                    reason=(
+                        f"{cause}; summary of {plural(len(segment), 'earlier message')} "
+                        f"({folded:,} -> {size:,} tokens)"
+                    ),
+                    tokens_before=folded,
+                    tokens_after=size,
+                )
+            )
+        if not folds:
+            return unchanged(f"{cause}, but no summary would lower the estimate: {'; '.join(rejected)}")
+        region = groups[1 : max(1, len(groups) - keep)]
+        for g in region:
+            if g.pinned:
+                for m in g.messages(src):
+                    if m.pinned:
+                        decisions.append(
+                            Decision(
+                                message_id=m.id,
+                                layer=self.name,
+                                action=Action.KEPT_PINNED,
+                                reason=f"pinned ({pin_label(m.source)})",
+                                tokens_before=sizer.message(m),
+                                tokens_after=sizer.message(m),
+                            )
+                        )
+        out: list[Message] = []
+        i = 0
+        folded_count = 0
+        while i < len(src):
+            fold = folds.get(i)
+            if fold is None:
+                out.append(src[i])
+                i += 1
+                continue
+            st, summary = fold
+            out.append(summary)
+            folded_count += len(st)
+            i = st.end
+        result = tuple(out)
+        after = sizer.view(result)
+        outcome = "at or under" if after <= target else "still over"
+        return LayerResult(
+            name=self.name,
+            label=self.label,
+            view=result,
+            tokens_before=before,
+            tokens_after=after,
+            fired=True,
+            reason=(
+                f"{cause}; folded {plural(folded_count, 'message')} into "
+                f"{'one summary' if len(folds) == 1 else f'{len(folds)} summaries'}, "
+                f"estimate {after:,} {outcome} target {target:,}"
+            ),
+            decisions=tuple(decisions),
+            summarized=folded_count,
+            forced=forced,
+        )

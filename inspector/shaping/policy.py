@@ -1,0 +1,308 @@
+"""Policies: named pipeline compositions with their parameters, presets, and loading from files.
+
+A policy is a preset name (`opencollab`, `no_history_compaction`; `default` is OpenCollab's own
+name for `opencollab`), a TOML/JSON file of parameters over a base preset, or OpenCollab's
+team-file form `context: {policy: no_history_compaction, tool_result_budget: 20000}` written as a
+TOML/JSON `context` table. Unknown names and keys are errors (`PolicyError`, one line).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tomllib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from inspector.model import Message
+
+from .auto_compact import AutoCompact
+from .base import Layer
+from .budget import (
+    DEFAULT_OUTPUT_RESERVE,
+    DEFAULT_SAFETY_BUFFER,
+    DEFAULT_TARGET_RATIO,
+    DEFAULT_TOOL_RESULT_BUDGET,
+    MIN_TOOL_RESULT_BUDGET,
+    Budget,
+)
+from .eager_clear import DEFAULT_EAGER_KEEP, EagerToolOutputClear
+from .history_snip import OldHistorySnip
+from .pipeline import Pipeline
+from .summarize import ExtractiveSummarizer, RecordedSummarizer, Summarizer
+from .tool_budget import PerToolResultBudget
+from .tool_output_clear import ToolOutputClear
+from .tools import DEFAULT_COMPACTABLE_TOOLS, canonical_tool
+
+
+class PolicyError(ValueError):
+    """A policy that cannot be used: unknown name, unknown key, bad value. The message is one line."""
+
+
+LayerFactory = Callable[["Policy", "Summarizer | None"], Layer]
+"""Builds one layer from a policy (and the summarizer chosen for it)."""
+
+LAYER_FACTORIES: dict[str, LayerFactory] = {
+    "eager_clear": lambda p, s: EagerToolOutputClear(p.compactable_tools, keep=p.eager_keep),
+    "per_tool_budget": lambda p, s: PerToolResultBudget(),
+    "tool_output_clear": lambda p, s: ToolOutputClear(p.compactable_tools),
+    "old_history_snip": lambda p, s: OldHistorySnip(),
+    "auto_compact": lambda p, s: AutoCompact(s),
+}
+"""Layer name -> factory. Harness presets that need layers of their own register them here."""
+
+SUMMARIZER_NAMES = ("extractive", "recorded", "model")
+
+
+def normalize_name(name: str) -> str:
+    """Policy names compare in lower case with `-` and spaces as `_` ("Claude-Code" = "claude_code")."""
+    return name.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+class Policy(BaseModel):
+    """A named pipeline composition with its parameters (DESIGN.md §2.5).
+
+    `layers` are names from `LAYER_FACTORIES`, in order. `summarizer` names the auto-compact
+    summarizer ("extractive", "recorded", "model") or is None (auto compact off). `results_kept`
+    and `groups_kept` override the window-derived counts; `blocking_buffer` sets a blocking line.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    layers: tuple[str, ...]
+    tool_result_budget: int = DEFAULT_TOOL_RESULT_BUDGET
+    compactable_tools: tuple[str, ...] = DEFAULT_COMPACTABLE_TOOLS
+    results_kept: int | None = None
+    groups_kept: int | None = None
+    eager_keep: int = DEFAULT_EAGER_KEEP
+    summarizer: str | None = "extractive"
+    output_reserve: int = DEFAULT_OUTPUT_RESERVE
+    safety_buffer: int = DEFAULT_SAFETY_BUFFER
+    target_ratio: float = DEFAULT_TARGET_RATIO
+    blocking_buffer: int | None = None
+
+    @field_validator("layers")
+    @classmethod
+    def _known_layers(cls, layers: tuple[str, ...]) -> tuple[str, ...]:
+        for layer in layers:
+            if layer not in LAYER_FACTORIES:
+                raise ValueError(f"unknown layer {layer!r} (known: {', '.join(LAYER_FACTORIES)})")
+        if len(set(layers)) != len(layers):
+            raise ValueError("a layer appears twice")
+        return layers
+
+    @field_validator("compactable_tools")
+    @classmethod
+    def _canonical_tools(cls, tools: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(canonical_tool(t) for t in tools))
+
+    @field_validator("summarizer")
+    @classmethod
+    def _known_summarizer(cls, name: str | None) -> str | None:
+        if name is None or name.strip().lower() in ("", "none", "off"):
+            return None
+        if name not in SUMMARIZER_NAMES:
+            raise ValueError(f"unknown summarizer {name!r} (known: {', '.join(SUMMARIZER_NAMES)}, none)")
+        return name
+
+    @field_validator("tool_result_budget")
+    @classmethod
+    def _budget_floor(cls, value: int) -> int:
+        if value < MIN_TOOL_RESULT_BUDGET:
+            raise ValueError(f"must be at least {MIN_TOOL_RESULT_BUDGET}")
+        return value
+
+    @field_validator("output_reserve", "safety_buffer", "eager_keep", "results_kept")
+    @classmethod
+    def _not_negative(cls, value: int | None) -> int | None:
+        if value is not None and value < 0:
+            raise ValueError("must be >= 0")
+        return value
+
+    @field_validator("groups_kept")
+    @classmethod
+    def _at_least_one(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError("must be >= 1")
+        return value
+
+    @field_validator("target_ratio")
+    @classmethod
+    def _ratio(cls, value: float) -> float:
+        if not (math.isfinite(value) and 0 < value < 1):
+            raise ValueError("must be between 0 and 1 (exclusive)")
+        return value
+
+    def budget(self, window: int | None) -> Budget:
+        """Every threshold for `window` (None: unknown) under this policy."""
+        return Budget.for_window(
+            window,
+            output_reserve=self.output_reserve,
+            safety_buffer=self.safety_buffer,
+            target_ratio=self.target_ratio,
+            tool_result_budget=self.tool_result_budget,
+            groups_kept=self.groups_kept,
+            results_kept=self.results_kept,
+            blocking_buffer=self.blocking_buffer,
+        )
+
+    def make_summarizer(self, messages: Sequence[Message] = ()) -> Summarizer | None:
+        """The summarizer this policy names; "recorded" reads the transcript's `messages`."""
+        if self.summarizer is None:
+            return None
+        if self.summarizer == "extractive":
+            return ExtractiveSummarizer()
+        if self.summarizer == "recorded":
+            return RecordedSummarizer(messages)
+        raise PolicyError(
+            f"policy {self.name!r} uses the model summarizer: pass summarizer=ModelSummarizer(call) to pipeline()"
+        )
+
+    def pipeline(self, *, summarizer: Summarizer | None = None, messages: Sequence[Message] = ()) -> Pipeline:
+        """A fresh pipeline of this policy's layers (with its own summary cache).
+
+        `summarizer` overrides the one the policy names; `messages` (the transcript's messages, in
+        order) feed the "recorded" summarizer.
+        """
+        needs_summary = "auto_compact" in self.layers
+        chosen = (
+            summarizer
+            if summarizer is not None
+            else (self.make_summarizer(messages) if needs_summary else None)
+        )
+        return Pipeline(LAYER_FACTORIES[name](self, chosen) for name in self.layers)
+
+
+OPENCOLLAB = Policy(
+    name="opencollab",
+    description="OpenCollab's default: per-tool budget, tool output clear, old history snip, auto compact.",
+    layers=("per_tool_budget", "tool_output_clear", "old_history_snip", "auto_compact"),
+    summarizer="extractive",
+)
+NO_HISTORY_COMPACTION = Policy(
+    name="no_history_compaction",
+    description="The per-tool result budget only: full history kept (research runs).",
+    layers=("per_tool_budget",),
+    summarizer=None,
+)
+
+PRESETS: dict[str, Policy] = {}
+"""Normalized name -> preset. Harness presets (claude-code, opencode, codex) register here."""
+PRESET_ALIASES: dict[str, str] = {}
+"""Normalized alias -> normalized preset name."""
+
+
+def register_preset(policy: Policy, aliases: Iterable[str] = ()) -> None:
+    """Make `policy` loadable by its name and by each alias."""
+    key = normalize_name(policy.name)
+    PRESETS[key] = policy
+    for alias in aliases:
+        PRESET_ALIASES[normalize_name(alias)] = key
+
+
+register_preset(OPENCOLLAB, aliases=("default",))
+register_preset(NO_HISTORY_COMPACTION)
+
+
+def preset(name: str) -> Policy:
+    """The preset called `name` (any case, `-` or `_`), or PolicyError naming the known ones."""
+    key = normalize_name(name)
+    key = PRESET_ALIASES.get(key, key)
+    found = PRESETS.get(key)
+    if found is None:
+        known = ", ".join(sorted(PRESETS))
+        raise PolicyError(f"unknown policy {name!r} (known: {known})")
+    return found
+
+
+PARAMETER_KEYS = tuple(k for k in Policy.model_fields if k != "name")
+FILE_KEYS = ("name", "base", *PARAMETER_KEYS)
+CONTEXT_KEYS = ("policy", *PARAMETER_KEYS)
+
+
+def _looks_like_path(value: str | os.PathLike[str]) -> bool:
+    if not isinstance(value, str):
+        return True
+    return Path(value).is_file() or value.lower().endswith((".toml", ".json")) or os.sep in value
+
+
+def _check_keys(data: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    for key in data:
+        if key not in allowed:
+            raise PolicyError(f"{where}: unknown key {key!r} (allowed: {', '.join(allowed)})")
+
+
+def _build(base: Policy, name: str, params: Mapping[str, Any], where: str) -> Policy:
+    merged = {**base.model_dump(), **params, "name": name}
+    try:
+        return Policy.model_validate(merged)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(part) for part in first["loc"]) or "policy"
+        msg = str(first["msg"]).removeprefix("Value error, ")
+        raise PolicyError(f"{where}: {loc}: {msg}") from None
+
+
+def policy_from_dict(data: Mapping[str, Any], where: str = "policy", default_name: str = "custom") -> Policy:
+    """A policy from parsed file content: the team-file `context` form or flat parameters.
+
+    Flat: `name`, `base` (a preset, default opencollab) and parameters. Team file: a single
+    `context` key holding a preset name or a table with `policy` and parameters.
+    """
+    if "context" in data:
+        _check_keys(data, ("context",), where)
+        context = data["context"]
+        if isinstance(context, str):
+            return preset(context)
+        if not isinstance(context, Mapping):
+            raise PolicyError(
+                f"{where}: context must be a policy name or a table, not {type(context).__name__}"
+            )
+        _check_keys(context, CONTEXT_KEYS, f"{where}: context")
+        base_name = context.get("policy", "opencollab")
+        if not isinstance(base_name, str):
+            raise PolicyError(f"{where}: context.policy must be a policy name")
+        base = preset(base_name)
+        params = {k: v for k, v in context.items() if k != "policy"}
+        return _build(base, base.name, params, where)
+    _check_keys(data, FILE_KEYS, where)
+    base_name = data.get("base", "opencollab")
+    if not isinstance(base_name, str):
+        raise PolicyError(f"{where}: base must be a policy name")
+    base = preset(base_name)
+    name = data.get("name", default_name)
+    if not isinstance(name, str) or not name.strip():
+        raise PolicyError(f"{where}: name must be a non-empty string")
+    params = {k: v for k, v in data.items() if k not in ("name", "base")}
+    return _build(base, name, params, where)
+
+
+def load_policy(name_or_path: str | os.PathLike[str]) -> Policy:
+    """A preset by name, or a policy file (TOML, or JSON for `.json`). Errors: PolicyError, one line."""
+    if isinstance(name_or_path, str) and not _looks_like_path(name_or_path):
+        return preset(name_or_path)
+    path = Path(name_or_path)
+    where = str(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise PolicyError(f"policy file not found: {where}") from None
+    except OSError as exc:
+        raise PolicyError(f"cannot read policy file {where}: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+        data: Any = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
+    except UnicodeDecodeError:
+        raise PolicyError(f"{where}: not UTF-8 text") from None
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
+        kind = "JSON" if path.suffix.lower() == ".json" else "TOML"
+        raise PolicyError(f"{where}: not valid {kind}: {exc}") from None
+    if not isinstance(data, Mapping):
+        raise PolicyError(f"{where}: expected a table of policy settings")
+    return policy_from_dict(data, where, default_name=path.stem)

@@ -1,0 +1,127 @@
+"""Layer 1: the per-tool result budget (OpenCollab rung `per_tool_budget`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from inspector.model import Message, ToolResultBlock
+
+from .base import Action, Decision, LayerResult, Sizer, memo, no_change
+from .budget import Budget
+
+TRUNCATION_MARKER = "[truncated {dropped} chars — re-read a narrower range (file_read with offset/limit, or grep) to see the rest]"
+MARKER_SEPARATOR = "\n\n"
+
+
+def marker(dropped: int) -> str:
+    """The text that ends a truncated result, separator included."""
+    return MARKER_SEPARATOR + TRUNCATION_MARKER.format(dropped=dropped)
+
+
+def fitted_head(length: int, limit: int) -> int:
+    """The longest head of a `length`-char text such that head + marker fit in `limit` chars."""
+    h = max(0, limit - len(marker(length - limit)))
+    while h > 0 and h + len(marker(length - h)) > limit:
+        h -= 1
+    return h
+
+
+def truncate(content: str, limit: int) -> str:
+    """`content` cut to at most `limit` characters: its longest head that fits, then the marker.
+
+    Content within the limit is returned as is.
+    """
+    if len(content) <= limit:
+        return content
+    h = fitted_head(len(content), limit)
+    return content[:h] + marker(len(content) - h)
+
+
+class PerToolResultBudget:
+    """Always on. A tool result longer than `budget.tool_result_budget` characters (16,000 by
+    default) keeps its head and ends with `[truncated N chars — re-read a narrower range (file_read
+    with offset/limit, or grep) to see the rest]`; head + marker fit in the budget and N is the
+    number of characters dropped. The model knows it saw part and can re-read precisely.
+
+    Pinned messages are never changed. Should an estimator size the cut message higher than the
+    original (rounding at the edge), the head is shortened further until it does not.
+    """
+
+    name = "per_tool_budget"
+    label = "per-tool budget"
+    reactive = False
+
+    def apply(
+        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+    ) -> LayerResult:
+        sizer = memo(estimator)
+        src = tuple(view)
+        before = sizer.view(src)
+        limit = budget.tool_result_budget
+        out: list[Message] | None = None
+        decisions: list[Decision] = []
+        for i, m in enumerate(src):
+            if m.pinned or not any(
+                isinstance(b, ToolResultBlock) and len(b.content) > limit for b in m.blocks
+            ):
+                continue
+            new, dropped, longest = self._cut(m, limit, sizer)
+            if new is None:
+                continue
+            if out is None:
+                out = list(src)
+            out[i] = new
+            decisions.append(
+                Decision(
+                    message_id=m.id,
+                    layer=self.name,
+                    action=Action.TRUNCATED,
+                    reason=(
+                        f"tool result of {longest:,} chars over the {limit:,}-char tool result budget; "
+                        f"{dropped:,} chars dropped, the head kept"
+                    ),
+                    tokens_before=sizer.message(m),
+                    tokens_after=sizer.message(new),
+                )
+            )
+        if out is None:
+            return no_change(self, src, before, f"no tool result over {limit:,} chars", forced)
+        result = tuple(out)
+        after = sizer.view(result)
+        return LayerResult(
+            name=self.name,
+            label=self.label,
+            view=result,
+            tokens_before=before,
+            tokens_after=after,
+            fired=True,
+            reason=f"{len(decisions):,} of the tool results over {limit:,} chars truncated",
+            decisions=tuple(decisions),
+            truncated=len(decisions),
+            forced=forced,
+        )
+
+    @staticmethod
+    def _cut(m: Message, limit: int, sizer: Sizer) -> tuple[Message | None, int, int]:
+        """(cut message or None, chars dropped, longest original result length)."""
+        original = sizer.message(m)
+        over = {
+            j: len(b.content)
+            for j, b in enumerate(m.blocks)
+            if isinstance(b, ToolResultBlock) and len(b.content) > limit
+        }
+        heads = {j: fitted_head(n, limit) for j, n in over.items()}
+        while True:
+            blocks = list(m.blocks)
+            dropped = 0
+            for j, h in heads.items():
+                b = blocks[j]
+                assert isinstance(b, ToolResultBlock)
+                blocks[j] = b.model_copy(update={"content": b.content[:h] + marker(over[j] - h)})
+                dropped += over[j] - h
+            new = m.model_copy(update={"blocks": tuple(blocks)})
+            if sizer.message(new) <= original:
+                return new, dropped, max(over.values())
+            if not any(heads.values()):
+                return None, 0, max(over.values())
+            heads = {j: max(0, h - max(16, h // 8)) for j, h in heads.items()}

@@ -1,0 +1,202 @@
+"""Layer A0: tool output clear (OpenCollab rung `tool_output_clear`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from inspector.model import Message, ToolResultBlock
+
+from .base import (
+    Action,
+    Decision,
+    LayerResult,
+    Sizer,
+    memo,
+    no_change,
+    ordinal,
+    plural,
+    pressure,
+    under_trigger,
+)
+from .budget import Budget
+from .groups import pin_label
+from .tools import DEFAULT_COMPACTABLE_TOOLS, canonical_set, is_compactable
+
+CLEARED_CONTENT = "[Old tool result content cleared]"
+
+
+@dataclass(frozen=True, slots=True)
+class ResultSlot:
+    """Where one compactable tool result sits: message index, block index, its call's order."""
+
+    order: int
+    message: int
+    block: int
+    tool: str
+
+
+def compactable_results(view: Sequence[Message], compactable: frozenset[str]) -> list[ResultSlot]:
+    """Results of compactable tools, in the order their calls were issued (orphans left out).
+
+    The tool is the one the call names (a result's own `tool_name` is not trusted over it).
+    """
+    order: dict[str, tuple[int, str]] = {}
+    for m in view:
+        for c in m.tool_calls:
+            order.setdefault(c.id, (len(order), c.name))
+    slots: list[ResultSlot] = []
+    for i, m in enumerate(view):
+        for j, b in enumerate(m.blocks):
+            if not isinstance(b, ToolResultBlock):
+                continue
+            call = order.get(b.call_id)
+            if call is None:
+                continue
+            if is_compactable(call[1], compactable):
+                slots.append(ResultSlot(order=call[0], message=i, block=j, tool=call[1]))
+    slots.sort(key=lambda s: s.order)
+    return slots
+
+
+def replace_results(
+    view: Sequence[Message], targets: Iterable[ResultSlot], content_for: dict[tuple[int, int], str]
+) -> dict[int, Message]:
+    """New messages (by view index) with the given result blocks' content replaced."""
+    by_message: dict[int, list[ResultSlot]] = {}
+    for s in targets:
+        by_message.setdefault(s.message, []).append(s)
+    out: dict[int, Message] = {}
+    for i, slots in by_message.items():
+        blocks = list(view[i].blocks)
+        for s in slots:
+            b = blocks[s.block]
+            assert isinstance(b, ToolResultBlock)
+            blocks[s.block] = b.model_copy(update={"content": content_for[(s.message, s.block)]})
+        out[i] = view[i].model_copy(update={"blocks": tuple(blocks)})
+    return out
+
+
+class ToolOutputClear:
+    """Reactive: does nothing unless the estimate exceeds `budget.trigger` (or forced).
+
+    Keeps the `budget.results_kept` (5, fewer in small windows) most recent results of compactable
+    tools verbatim, counted in the order their calls were issued, and replaces the content of every
+    older one, at once, with `[Old tool result content cleared]` where that is shorter (and not
+    sized higher). It does not iterate toward the target. Compactable tools are re-creatable
+    read-only ones (a policy parameter, matched through the alias table in `tools.py`); edit and
+    write results are never touched, nor are pinned messages. The call, the result message and its
+    id survive: no orphan, no model call, assistant reasoning kept. Already cleared results are
+    skipped, so running it twice equals running it once.
+    """
+
+    name = "tool_output_clear"
+    label = "tool output clear"
+    reactive = True
+
+    def __init__(self, compactable: Iterable[str] = DEFAULT_COMPACTABLE_TOOLS) -> None:
+        self.compactable = canonical_set(compactable)
+
+    def apply(
+        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+    ) -> LayerResult:
+        sizer = memo(estimator)
+        src = tuple(view)
+        before = sizer.view(src)
+
+        def unchanged(reason: str) -> LayerResult:
+            return no_change(self, src, before, reason, forced)
+
+        if not forced and before <= budget.trigger:
+            return unchanged(under_trigger(before, budget))
+        cause = pressure(before, budget, forced)
+        keep = budget.results_kept
+        slots = compactable_results(src, self.compactable)
+        free = [s for s in slots if not src[s.message].pinned]
+        total = len(free)
+        split = max(0, total - keep)
+        older, recent = free[:split], free[split:]
+        rank = {(s.message, s.block): total - k for k, s in enumerate(free)}
+
+        targets = [s for s in older if len(CLEARED_CONTENT) < len(self._content(src, s))]
+        changed = replace_results(src, targets, {(s.message, s.block): CLEARED_CONTENT for s in targets})
+        # A message an estimator would size higher after clearing is left as it was.
+        changed = {i: new for i, new in changed.items() if sizer.message(new) <= sizer.message(src[i])}
+        if not changed:
+            if total <= keep:
+                return unchanged(f"{cause}, but only {plural(total, 'compactable result')}, {keep} kept")
+            return unchanged(f"{cause}, but no older compactable result is longer than the placeholder")
+
+        decisions: list[Decision] = []
+        for i, group in _by_message(s for s in targets if s.message in changed):
+            decisions.append(
+                Decision(
+                    message_id=src[i].id,
+                    layer=self.name,
+                    action=Action.CLEARED,
+                    reason=f"{cause}; {_ranks(group, rank)}, only {keep} kept",
+                    tokens_before=sizer.message(src[i]),
+                    tokens_after=sizer.message(changed[i]),
+                )
+            )
+        for i, group in _by_message(recent):
+            decisions.append(
+                Decision(
+                    message_id=src[i].id,
+                    layer=self.name,
+                    action=Action.KEPT_RECENT,
+                    reason=f"{_ranks(group, rank)}, {keep} kept",
+                    tokens_before=sizer.message(src[i]),
+                    tokens_after=sizer.message(src[i]),
+                )
+            )
+        for i, _ in _by_message(s for s in slots if src[s.message].pinned):
+            decisions.append(
+                Decision(
+                    message_id=src[i].id,
+                    layer=self.name,
+                    action=Action.KEPT_PINNED,
+                    reason=f"pinned ({pin_label(src[i].source)})",
+                    tokens_before=sizer.message(src[i]),
+                    tokens_after=sizer.message(src[i]),
+                )
+            )
+        result = tuple(changed.get(i, m) for i, m in enumerate(src))
+        after = sizer.view(result)
+        n_cleared = sum(1 for s in targets if s.message in changed)
+        return LayerResult(
+            name=self.name,
+            label=self.label,
+            view=result,
+            tokens_before=before,
+            tokens_after=after,
+            fired=True,
+            reason=(
+                f"{cause}; cleared {plural(n_cleared, 'older compactable result')}, "
+                f"kept the {len(recent)} most recent"
+            ),
+            decisions=tuple(decisions),
+            cleared=len(changed),
+            forced=forced,
+        )
+
+    @staticmethod
+    def _content(view: Sequence[Message], slot: ResultSlot) -> str:
+        b = view[slot.message].blocks[slot.block]
+        assert isinstance(b, ToolResultBlock)
+        return b.content
+
+
+def _by_message(slots: Iterable[ResultSlot]) -> list[tuple[int, list[ResultSlot]]]:
+    grouped: dict[int, list[ResultSlot]] = {}
+    for s in slots:
+        grouped.setdefault(s.message, []).append(s)
+    return list(grouped.items())
+
+
+def _ranks(slots: list[ResultSlot], rank: dict[tuple[int, int], int]) -> str:
+    """ "9th most recent compactable result (Read)" or, for several in one message, "9th, 10th ... results"."""
+    ranks = sorted(rank[(s.message, s.block)] for s in slots)
+    tools = ", ".join(dict.fromkeys(s.tool for s in slots))
+    noun = "result" if len(ranks) == 1 else "results"
+    return f"{', '.join(ordinal(r) for r in ranks)} most recent compactable {noun} ({tools})"

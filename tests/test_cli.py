@@ -1,0 +1,124 @@
+"""The command line: the JSON contract, the text report, explain, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from inspector.cli import main
+
+from .conftest import CORPUS, FA812, corpus_file
+
+
+def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:  # type: ignore[type-arg]
+    assert main(list(args)) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+def test_report_json_contract_on_fa812bfe(capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file(FA812.relative_to(CORPUS).as_posix())
+    r = _json(capsys, "report", str(path), "--json")
+    assert {"format", "model", "requests", "recorded_events", "subagents", "load_issues", "budget"} <= set(r)
+    assert r["format"] == "claude-code" and r["model"] == "claude-opus-4-6"
+    assert len(r["requests"]) == 157
+    assert [q["index"] for q in r["requests"][:3]] == [1, 2, 3]
+    assert r["requests"][0]["context_tokens"] == 26061 and r["requests"][-1]["context_tokens"] == 76350
+    comps = [e for e in r["recorded_events"] if e["kind"] == "compaction"]
+    assert [(e["trigger"], e["pre_tokens"], e["after_request"]) for e in comps] == [("auto", 167117, 126)]
+    assert [s["agent_id"] for s in r["subagents"]] == ["a93ccab"]
+    assert r["load_issues"] == []
+    assert (
+        r["budget"]["window"] == 200000
+        and r["budget"]["trigger"] == 167000
+        and r["budget"]["target"] == 125250
+    )
+    assert r["tool_calls"]["Bash"] == 76
+    # spend keeps counting across the compaction
+    spent = [q["cumulative_tokens"] for q in r["requests"]]
+    assert spent == sorted(spent) and spent[126] > spent[125]
+
+
+@pytest.mark.parametrize(
+    ("window", "trigger", "target"),
+    [("200000", 167000, 125250), ("35500", 2500, 1875), ("1000000", 967000, 725250)],
+)
+def test_report_budget_follows_window(
+    capsys: pytest.CaptureFixture[str], window: str, trigger: int, target: int
+) -> None:
+    path = corpus_file(FA812.relative_to(CORPUS).as_posix())
+    b = _json(capsys, "report", str(path), "--json", "--window", window, "--policy", "opencollab")["budget"]
+    assert (b["trigger"], b["target"], b["window_source"]) == (trigger, target, "--window")
+
+
+def test_report_step_layers(capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file(FA812.relative_to(CORPUS).as_posix())
+    r = _json(capsys, "report", str(path), "--json", "--window", "100000", "--step", "120")
+    layers = r["layers"]
+    assert [layer["name"] for layer in layers] == [
+        "per_tool_budget",
+        "tool_output_clear",
+        "old_history_snip",
+        "auto_compact",
+    ]
+    assert all({"name", "fired", "tokens_before", "tokens_after"} <= set(layer) for layer in layers)
+    assert (
+        layers[1]["fired"]
+        and layers[1]["cleared"] > 0
+        and layers[1]["tokens_after"] < layers[1]["tokens_before"]
+    )
+    assert layers[-1]["tokens_after"] <= 67000
+    # each layer starts where the one before it ended
+    for before, after in pairwise(layers):
+        assert after["tokens_before"] == before["tokens_after"]
+
+
+def test_report_text_shows_the_facts(capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file("claude-code/fasthooks-manual-compact.jsonl")
+    assert main(["report", str(path), "--step", "12"]) == 0
+    out = capsys.readouterr().out
+    assert "claude-code" in out and "manual" in out and "21,558" in out
+    assert "Pipeline at request 12" in out and "per-tool budget" in out
+
+
+def test_explain_names_layer_and_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file(FA812.relative_to(CORPUS).as_posix())
+    r = _json(capsys, "report", str(path), "--json", "--window", "100000", "--step", "120")
+    assert r["layers"][1]["cleared"] > 0
+    from inspector.formats import load
+    from inspector.replay import Replay
+
+    replay = Replay.open(load(path), window=100000)
+    step = replay.step(120)
+    cleared = next(d for d in step.result.decisions if d.action.value == "cleared")
+    assert main(["explain", str(path), cleared.message_id, "--step", "120", "--window", "100000"]) == 0
+    sentence = capsys.readouterr().out.strip()
+    assert sentence.startswith("request 120: cleared by tool output clear")
+    assert "trigger 67,000" in sentence and "only 5 kept" in sentence
+
+
+def test_errors_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", str(tmp_path / "missing.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such file" in err and "Traceback" not in err
+    assert main(["report", str(tmp_path)]) == 2
+    assert "folder" in capsys.readouterr().err
+    path = corpus_file("claude-code/spotter-short.jsonl")
+    assert main(["report", str(path), "--step", "99"]) == 2
+    assert "request 99 does not exist" in capsys.readouterr().err
+    assert main(["report", str(path), "--policy", "no-such-policy"]) == 2
+    assert "no-such-policy" in capsys.readouterr().err
+
+
+def test_console_script_and_module_entry(tmp_path: Path) -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "inspector", "report", str(tmp_path / "nope.jsonl")],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 2
+    assert p.stderr.strip().startswith("context-inspector: no such file") and "Traceback" not in p.stderr

@@ -1,0 +1,400 @@
+"""Property tests: the invariants of DESIGN.md §2.3 for every layer and both presets, over generated ledgers.
+
+Invariants: the input is never mutated; every tool call in a view has its result and every result
+its call; removals are whole groups; pinned messages are never removed, changed or folded; a
+layer's output estimate is never higher than its input's; a reactive layer below its trigger
+returns its input unchanged; running a layer twice equals running it once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from inspector.model import (
+    Message,
+    ReasoningBlock,
+    Role,
+    Source,
+    SourceKind,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from inspector.shaping import (
+    AutoCompact,
+    Budget,
+    EagerToolOutputClear,
+    ExtractiveSummarizer,
+    Layer,
+    OldHistorySnip,
+    PerToolResultBudget,
+    Policy,
+    ToolOutputClear,
+    explain,
+    group_spans,
+    load_policy,
+    unpaired,
+)
+from inspector.tokens import HeuristicEstimator, serialize
+
+SETTINGS = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+TOOLS = (
+    "Read",
+    "Bash",
+    "Grep",
+    "Glob",
+    "file_read",
+    "bash",
+    "grep",
+    "WebFetch",
+    "Edit",
+    "Write",
+    "Task",
+    "run_tests",
+)
+SIZES = (0, 12, 40, 300, 1_200, 3_000, 9_000)
+WINDOWS = (None, 36_000, 38_000, 40_000, 42_000, 45_000, 50_000, 60_000, 200_000)
+TOOL_BUDGETS = (300, 1_000, 2_500, 16_000)
+
+
+class CharsOverFour:
+    """A second estimator with other rounding: 4 chars per token, 3 per message."""
+
+    name = "chars/4"
+
+    def text(self, text: str) -> int:
+        return len(text) // 4
+
+    def message(self, message: Message) -> int:
+        return 3 + len(serialize(message)) // 4
+
+
+ESTIMATORS = (HeuristicEstimator(), CharsOverFour())
+
+
+def filler(size: int, seed: int, wide: bool) -> str:
+    if size == 0:
+        return ""
+    unit = "数据处理结果" if wide else f"line {seed}: the quick brown fox jumps over the lazy dog\n"
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+@st.composite
+def ledgers(draw: st.DrawFn) -> list[Message]:
+    """Realistic ledgers: a system prompt, a task, then user turns, assistant text, tool exchanges
+    (OpenAI-style tool messages or Claude-style user messages holding several results), pinned
+    skill and memory messages, project maps, reasoning-only and text-plus-calls assistant messages,
+    big results and errors."""
+    counter = itertools.count()
+
+    def nid(prefix: str) -> str:
+        return f"{prefix}{next(counter)}"
+
+    msgs: list[Message] = []
+    if draw(st.integers(0, 9)) > 0:
+        msgs.append(
+            Message(
+                id=nid("sys"),
+                role=Role.SYSTEM,
+                blocks=(TextBlock(text=filler(draw(st.sampled_from((50, 400, 2_000))), 0, False)),),
+                source=Source.of(SourceKind.IDENTITY),
+            )
+        )
+    task_pinned = draw(st.booleans())
+    msgs.append(
+        Message(
+            id=nid("task"),
+            role=Role.USER,
+            blocks=(TextBlock(text="Fix the failing test in src/app.py"),),
+            source=Source.of(SourceKind.TASK) if task_pinned else Source(),
+        )
+    )
+    turns = draw(st.integers(0, 22))
+    for _ in range(turns):
+        kind = draw(
+            st.sampled_from(
+                (
+                    "user",
+                    "assistant",
+                    "exchange",
+                    "exchange",
+                    "exchange",
+                    "exchange",
+                    "pinned",
+                    "map",
+                    "summary",
+                )
+            )
+        )
+        if kind == "user":
+            msgs.append(
+                Message(id=nid("u"), role=Role.USER, blocks=(TextBlock(text=f"please go on {len(msgs)}"),))
+            )
+        elif kind == "assistant":
+            size = draw(st.sampled_from((20, 400, 3_000)))
+            msgs.append(
+                Message(id=nid("a"), role=Role.ASSISTANT, blocks=(TextBlock(text=filler(size, 1, False)),))
+            )
+        elif kind == "pinned":
+            src = draw(st.sampled_from((SourceKind.SKILL, SourceKind.PROJECT_INSTRUCTIONS, SourceKind.TEAM)))
+            msgs.append(
+                Message(
+                    id=nid("pin"),
+                    role=Role.USER,
+                    blocks=(TextBlock(text=filler(draw(st.sampled_from((100, 2_000))), 2, False)),),
+                    source=Source.of(src),
+                    is_meta=True,
+                )
+            )
+        elif kind == "map":
+            msgs.append(
+                Message(
+                    id=nid("map"),
+                    role=Role.USER,
+                    blocks=(TextBlock(text=filler(1_500, 3, False)),),
+                    source=Source.of(SourceKind.PROJECT_MAP),
+                    is_meta=True,
+                )
+            )
+        elif kind == "summary":
+            msgs.append(
+                Message(
+                    id=nid("sum"),
+                    role=Role.USER,
+                    blocks=(TextBlock(text="Earlier work: read the config, ran the tests."),),
+                    source=Source.of(SourceKind.SUMMARY),
+                    is_summary=True,
+                )
+            )
+        else:
+            n_calls = draw(st.integers(1, 3))
+            style = draw(st.sampled_from(("plain", "text", "reasoning", "signed", "text+signed")))
+            blocks: list[TextBlock | ReasoningBlock | ToolCallBlock] = []
+            if style in ("reasoning", "signed", "text+signed"):
+                blocks.append(ReasoningBlock(text="thinking about it", signed=style != "reasoning"))
+            if style in ("text", "text+signed"):
+                blocks.append(TextBlock(text=filler(draw(st.sampled_from((30, 600))), 4, False)))
+            calls = []
+            for _ in range(n_calls):
+                tool = draw(st.sampled_from(TOOLS))
+                call = ToolCallBlock(
+                    id=nid("call"), name=tool, arguments={"file_path": f"src/f{len(msgs)}.py"}
+                )
+                calls.append(call)
+                blocks.append(call)
+            msgs.append(Message(id=nid("a"), role=Role.ASSISTANT, blocks=tuple(blocks)))
+            results = [
+                ToolResultBlock(
+                    call_id=c.id,
+                    tool_name=draw(st.sampled_from((None, c.name))),
+                    content=filler(draw(st.sampled_from(SIZES)), k, draw(st.integers(0, 5)) == 0),
+                    is_error=draw(st.integers(0, 7)) == 0,
+                )
+                for k, c in enumerate(calls)
+            ]
+            pinned_result = draw(st.integers(0, 15)) == 0
+            source = Source.of(SourceKind.SKILL) if pinned_result else Source.of(SourceKind.TOOL_OUTPUT)
+            if draw(st.booleans()):
+                msgs.append(Message(id=nid("r"), role=Role.USER, blocks=tuple(results), source=source))
+            else:
+                msgs.extend(Message(id=nid("r"), role=Role.TOOL, blocks=(r,), source=source) for r in results)
+    if draw(st.booleans()):
+        msgs.append(Message(id=nid("u"), role=Role.USER, blocks=(TextBlock(text="and now?"),)))
+    return msgs
+
+
+budgets = st.builds(
+    lambda w, tb: Budget.for_window(w, tool_result_budget=tb),
+    st.sampled_from(WINDOWS),
+    st.sampled_from(TOOL_BUDGETS),
+)
+estimators = st.sampled_from(ESTIMATORS)
+
+
+class BloatedSummarizer:
+    """A summarizer whose summaries are bigger than what they replace."""
+
+    name = "bloated"
+
+    def summarize(self, messages: Sequence[Message]) -> str:
+        return "x" * (20_000 + 100 * len(messages))
+
+
+LAYERS: dict[str, Callable[[], Layer]] = {
+    "per_tool_budget": PerToolResultBudget,
+    "tool_output_clear": ToolOutputClear,
+    "old_history_snip": OldHistorySnip,
+    "auto_compact": lambda: AutoCompact(ExtractiveSummarizer()),
+    "auto_compact_bloated": lambda: AutoCompact(BloatedSummarizer()),
+    "eager_clear": lambda: EagerToolOutputClear(keep=3),
+}
+
+
+def total(view: Sequence[Message], estimator: HeuristicEstimator | CharsOverFour) -> int:
+    return sum(estimator.message(m) for m in view)
+
+
+def check_view(before: Sequence[Message], after: Sequence[Message]) -> None:
+    """Pairing, whole-group removal and pinned protection between a view and its shaped successor."""
+    assert not unpaired(after), unpaired(after)
+    out = {m.id: m for m in after}
+    for m in before:
+        if m.pinned:
+            assert out.get(m.id) == m, f"pinned {m.id} removed or changed"
+    for g in group_spans(before):
+        members = g.messages(before)
+        present = [m.id in out for m in members]
+        if all(present) or not any(present):
+            continue
+        # Snip keeps an exchange's assistant text and drops the rest of the exchange.
+        leader = out.get(members[0].id)
+        assert present[0] and not any(present[1:]), f"group {g.index} split"
+        assert leader is not None and leader.has_text and not leader.tool_calls
+    ids = [m.id for m in after]
+    assert len(ids) == len(set(ids))
+
+
+@SETTINGS
+@given(
+    ledger=ledgers(),
+    budget=budgets,
+    estimator=estimators,
+    layer_name=st.sampled_from(sorted(LAYERS)),
+    forced=st.booleans(),
+)
+def test_layer_invariants(
+    ledger: list[Message],
+    budget: Budget,
+    estimator: HeuristicEstimator | CharsOverFour,
+    layer_name: str,
+    forced: bool,
+) -> None:
+    layer = LAYERS[layer_name]()
+    assert not unpaired(ledger)
+    snapshot = [m.model_dump() for m in ledger]
+    original = list(ledger)
+
+    result = layer.apply(ledger, budget, estimator, forced=forced)
+
+    # The input is never mutated.
+    assert ledger == original and all(a is b for a, b in zip(ledger, original, strict=True))
+    assert [m.model_dump() for m in ledger] == snapshot
+    check_view(ledger, result.view)
+    # Estimates: what the layer reports is what the estimator says, and never higher.
+    assert result.tokens_before == total(ledger, estimator)
+    assert result.tokens_after == total(result.view, estimator)
+    assert result.tokens_after <= result.tokens_before
+    assert result.fired == (tuple(result.view) != tuple(ledger))
+    # A reactive layer below its trigger returns its input unchanged.
+    if layer.reactive and not forced and result.tokens_before <= budget.trigger:
+        assert tuple(result.view) == tuple(ledger)
+        assert not result.fired
+        assert "under trigger" in result.reason or "at trigger" in result.reason
+    # Idempotent.
+    again = layer.apply(result.view, budget, estimator, forced=forced)
+    assert again.view == result.view
+    assert not again.fired
+
+
+@SETTINGS
+@given(
+    ledger=ledgers(),
+    window=st.sampled_from(WINDOWS),
+    tool_budget=st.sampled_from(TOOL_BUDGETS),
+    estimator=estimators,
+    policy_name=st.sampled_from(("opencollab", "no_history_compaction")),
+    forced=st.booleans(),
+)
+def test_preset_invariants(
+    ledger: list[Message],
+    window: int | None,
+    tool_budget: int,
+    estimator: HeuristicEstimator | CharsOverFour,
+    policy_name: str,
+    forced: bool,
+) -> None:
+    base = load_policy(policy_name)
+    policy = Policy.model_validate({**base.model_dump(), "tool_result_budget": tool_budget})
+    budget = policy.budget(window)
+    pipeline = policy.pipeline()
+    snapshot = [m.model_dump() for m in ledger]
+
+    result = pipeline.run(ledger, budget, estimator, forced=forced)
+
+    assert [m.model_dump() for m in ledger] == snapshot
+    assert result.input == tuple(ledger)
+    check_view(ledger, result.final)
+    assert result.sent_tokens == total(result.final, estimator) <= result.input_tokens
+    # The chain is sequential: each layer starts where the previous one ended.
+    for prev, nxt in itertools.pairwise(result.layers):
+        assert prev.tokens_after == nxt.tokens_before
+        check_view(prev.view, nxt.view)
+    assert [layer.name for layer in result.layers] == list(policy.layers)
+    # Below the trigger after the always-on budget, the reactive layers leave the view alone.
+    first = result.layers[0]
+    if not forced and first.tokens_after <= budget.trigger:
+        assert result.final == first.view
+        assert all(not layer.fired for layer in result.layers[1:])
+    # Idempotent.
+    again = pipeline.run(result.final, budget, estimator, forced=forced)
+    assert again.final == result.final
+    assert again.fired == ()
+    # Every changed message has a decision that says so.
+    changed_ids = {d.message_id for d in result.decisions if d.action.changed}
+    before = {m.id: m for m in ledger}
+    for m in result.final:
+        if m.id in before and before[m.id] != m:
+            assert m.id in changed_ids
+    final_ids = {f.id for f in result.final}
+    for m in ledger:
+        if m.id not in final_ids:
+            assert m.id in changed_ids
+        # explain() has a sentence for every message, naming the change when there was one.
+        sentence = explain(result, m.id)
+        if m.id in changed_ids:
+            assert sentence.split(" by ", 1)[0] in ("truncated", "cleared", "removed", "summarized"), sentence
+        else:
+            assert sentence.startswith(("kept", "unchanged")), sentence
+
+
+@st.composite
+def broken_ledgers(draw: st.DrawFn) -> list[Message]:
+    """Generated ledgers with a few messages lost, as in damaged or interrupted transcripts."""
+    msgs = draw(ledgers())
+    if not msgs:
+        return msgs
+    lost = draw(st.sets(st.integers(0, len(msgs) - 1), max_size=3))
+    return [m for k, m in enumerate(msgs) if k not in lost]
+
+
+@SETTINGS
+@given(
+    ledger=broken_ledgers(),
+    budget=budgets,
+    layer_name=st.sampled_from(sorted(LAYERS)),
+    forced=st.booleans(),
+)
+def test_broken_ledgers_gain_no_orphans(
+    ledger: list[Message], budget: Budget, layer_name: str, forced: bool
+) -> None:
+    """On a ledger that already has orphans, a layer adds none and keeps every other invariant."""
+    estimator = ESTIMATORS[0]
+    layer = LAYERS[layer_name]()
+    before = unpaired(ledger)
+    result = layer.apply(ledger, budget, estimator, forced=forced)
+    after = unpaired(result.view)
+    assert set(after.calls) <= set(before.calls)
+    assert set(after.results) <= set(before.results)
+    out = {m.id: m for m in result.view}
+    assert all(out.get(m.id) == m for m in ledger if m.pinned)
+    assert result.tokens_after <= result.tokens_before
+    assert layer.apply(result.view, budget, estimator, forced=forced).view == result.view
