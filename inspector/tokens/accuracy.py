@@ -1,0 +1,137 @@
+"""How well calibration predicts what the provider reports (DESIGN.md §3, "report the accuracy").
+
+For each request k > 1 with usage whose previous request k-1 also has usage and belongs to the
+same ledger segment, every mode predicts k's input from what it knew before report k, and the
+absolute error is taken in percent of the reported input:
+
+- `baseline`: the last reported input plus characters/4 of what was added to the ledger since
+  (the serialized messages, the previous response included) - Claude Code's own between-calls
+  estimate;
+- `baseline_tiktoken`: the same with tiktoken (cl100k) tokens of the serialized messages;
+- `proportional` and `delta`: `Calibration.predicted(k)` of each calibration mode.
+
+Requests right after a compaction (the first of a new segment) are excluded from every mode
+alike: a baseline has no report of that ledger to build on, and the calibration modes can only
+predict the overhead plus fresh estimates of the summary, without the files the harness
+re-injects. They are counted separately (`n_after_compaction`). `best` names the better of the
+calibration modes (lower p95, then max, then median), never a baseline.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+
+from pydantic import BaseModel, Field
+
+from inspector.model import Transcript
+
+from .base import serialize
+from .calibration import MODES, calibrate
+
+BASELINES = ("baseline", "baseline_tiktoken")
+ALL_MODES = (*BASELINES, *MODES)
+
+
+class ModeAccuracy(BaseModel):
+    """Absolute prediction error of one mode, in percent of the reported input."""
+
+    median_pct: float | None = None
+    p95_pct: float | None = None
+    max_pct: float | None = None
+    n: int = 0
+    n_after_compaction: int = 0
+
+
+class RequestAccuracy(BaseModel):
+    request: int
+    reported: int
+    after_compaction: bool = False
+    predicted: dict[str, int] = Field(default_factory=dict)
+    error_pct: dict[str, float] = Field(default_factory=dict)
+
+
+class AccuracyReport(BaseModel):
+    estimator: str = "heuristic"
+    modes: dict[str, ModeAccuracy] = Field(default_factory=dict)
+    best: str = "delta"
+    requests: list[RequestAccuracy] = Field(default_factory=list)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _stats(errors: list[float], after: int) -> ModeAccuracy:
+    if not errors:
+        return ModeAccuracy(n=0, n_after_compaction=after)
+    return ModeAccuracy(
+        median_pct=round(statistics.median(errors), 4),
+        p95_pct=round(percentile(errors, 95), 4),
+        max_pct=round(max(errors), 4),
+        n=len(errors),
+        n_after_compaction=after,
+    )
+
+
+def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> AccuracyReport:
+    """Prediction accuracy of the two baselines and the two calibration modes, side by side."""
+    from . import get_estimator
+    from .tiktoken_estimator import TiktokenEstimator
+
+    estimator = get_estimator(estimator_name)
+    cals = {mode: calibrate(transcript, estimator, mode) for mode in MODES}
+    tik = estimator if isinstance(estimator, TiktokenEstimator) else TiktokenEstimator()
+    errors: dict[str, list[float]] = {m: [] for m in ALL_MODES}
+    after = 0
+    rows: list[RequestAccuracy] = []
+    reqs = transcript.requests
+    for prev, req in itertools.pairwise(reqs):
+        if req.usage is None or prev.usage is None or req.usage.context <= 0:
+            continue
+        k = req.index
+        reported = req.usage.context
+        if req.segment != prev.segment:
+            after += 1
+            predicted: dict[str, int] = {m: p for m in MODES if (p := cals[m].predicted(k)) is not None}
+            rows.append(
+                RequestAccuracy(
+                    request=k,
+                    reported=reported,
+                    after_compaction=True,
+                    predicted=predicted,
+                    error_pct={m: round(abs(p - reported) / reported * 100, 4) for m, p in predicted.items()},
+                )
+            )
+            continue
+        added = transcript.ledger(k)[prev.ledger_len :]
+        texts = [serialize(m) for m in added]
+        predicted = {
+            "baseline": prev.usage.context + round(sum(len(t) for t in texts) / 4),
+            "baseline_tiktoken": prev.usage.context + sum(tik.texts(texts)),
+        }
+        for mode in MODES:
+            p = cals[mode].predicted(k)
+            if p is not None:
+                predicted[mode] = p
+        err = {m: round(abs(p - reported) / reported * 100, 4) for m, p in predicted.items()}
+        for name, e in err.items():
+            errors[name].append(e)
+        rows.append(RequestAccuracy(request=k, reported=reported, predicted=predicted, error_pct=err))
+    modes = {m: _stats(errors[m], after) for m in ALL_MODES}
+
+    def key(m: str) -> tuple[float, float, float]:
+        s = modes[m]
+        inf = float("inf")
+        return (
+            s.p95_pct if s.p95_pct is not None else inf,
+            s.max_pct if s.max_pct is not None else inf,
+            s.median_pct if s.median_pct is not None else inf,
+        )
+
+    best = min(MODES, key=lambda m: (key(m), MODES.index(m) if m != "delta" else -1))
+    return AccuracyReport(estimator=estimator.name, modes=modes, best=best, requests=rows)

