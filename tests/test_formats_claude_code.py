@@ -233,3 +233,24 @@ def test_missing_and_unreadable_paths_are_one_clear_error(tmp_path: Path) -> Non
     junk.write_text("just some words\n")
     with pytest.raises(LoaderError, match="not a transcript"):
         load(junk)
+
+
+def test_hook_output_missing_from_the_session_is_recovered_from_the_compaction_call() -> None:
+    t = load(corpus_file(FA812.relative_to(CORPUS).as_posix()))
+    recovered = [
+        m
+        for m in t.messages
+        if m.origin is not None and m.origin.file.endswith("agent-acompact-70d8e7.jsonl")
+    ]
+    assert len(recovered) == 13
+    assert all(m.is_meta and m.text.startswith("<system-reminder>") for m in recovered)
+    assert sum("PostToolUse:Edit hook additional context" in m.text for m in recovered) == 12
+    # each sits right after the session line it hangs off (its parentUuid), in the first segment
+    order = list(t.segments[0].message_ids)
+    first = recovered[0]
+    before = t.message(order[order.index(first.id) - 1])
+    assert before.origin is not None and before.origin.line == 827 and before.is_tool_result
+    # requests made after it see it in their ledger
+    holding = [r.index for r in t.requests if r.segment == 0 and r.ledger_len > order.index(first.id)]
+    assert holding[0] == 57 and holding[-1] == 126
+    assert len(t.requests) == 157

@@ -95,6 +95,8 @@ class _Node:
     sidechain: bool = False
     record: dict[str, Any] | None = None
     """The slim record for conversation and boundary lines; None for progress and the like."""
+    file: str | None = None
+    """Set for a line recovered from another file (a compaction call's copy of hook output)."""
 
 
 @dataclass
@@ -220,7 +222,71 @@ class ClaudeCodeReader:
 
     def transcript(self) -> Transcript:
         """The transcript of everything fed so far (the partial last line is not included)."""
-        return _Builder(self.file, self._state).build(self.path if self.with_subagents else None)
+        state = self._state
+        if self.with_subagents:
+            calls = [p for p, _ in _agent_files(self.path, state.session_id) if _is_compaction_call(p)]
+            state = _with_recovered_context(state, calls)
+        return _Builder(self.file, state).build(self.path if self.with_subagents else None)
+
+
+def _with_recovered_context(state: _State, calls: list[Path]) -> _State:
+    """The state plus the hook output that only a compaction call's file kept.
+
+    Claude Code 2.1 does not write the `additionalContext` of PostToolUse hooks (compiler errors,
+    lint reports) into the session file, yet the model is sent it after the tool result. The
+    compaction call (`agent-acompact-*`) replays the conversation, and writes exactly those
+    missing lines: `isMeta` user lines whose `parentUuid` is the session's tool result. They are
+    put back after their parent, so the ledger holds what the model really saw.
+    """
+    if not calls:
+        return state
+    extra: dict[str, list[_Node]] = defaultdict(list)
+    for call in calls:
+        try:
+            data = call.read_bytes()
+        except OSError:
+            continue
+        for line_no, raw in enumerate(data.split(b"\n"), start=1):
+            rec = decode_json_line(raw, str(call), line_no, [])
+            if rec is None or rec.get("type") != "user" or not rec.get("isMeta"):
+                continue
+            uuid, parent = rec.get("uuid"), rec.get("parentUuid")
+            if not isinstance(uuid, str) or not isinstance(parent, str) or uuid in state.nodes:
+                continue
+            anchor = state.nodes.get(parent)
+            if anchor is None or anchor.sidechain or not isinstance(rec.get("message"), dict):
+                continue
+            slim = _slim(rec)
+            slim["isSidechain"] = False
+            slim["_recovered"] = True
+            extra[parent].append(
+                _Node(
+                    uuid=uuid,
+                    parent=parent,
+                    type="user",
+                    line=line_no,
+                    order=anchor.order,
+                    record=slim,
+                    file=str(call),
+                )
+            )
+    if not extra:
+        return state
+    nodes = dict(state.nodes)
+    order: list[str] = []
+    for uuid in state.order:
+        order.append(uuid)
+        for n in extra.get(uuid, ()):
+            nodes[n.uuid] = n
+            order.append(n.uuid)
+    return _State(
+        nodes=nodes,
+        order=order,
+        issues=state.issues,
+        skipped=state.skipped,
+        title=state.title,
+        session_id=state.session_id,
+    )
 
 
 def _tool_result_text(content: Any) -> tuple[str, int]:
@@ -345,6 +411,8 @@ def _source_for(rec: dict[str, Any], blocks: list[Block], first_task: bool) -> S
     if blocks and all(isinstance(b, ToolResultBlock | MediaBlock) for b in blocks):
         return Source.of(SourceKind.TOOL_OUTPUT)
     text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+    if rec.get("_recovered"):
+        return Source.of(SourceKind.CONVERSATION, "hook output (recovered from the compaction call)")
     if rec.get("isMeta"):
         if "Base directory for this skill" in text:
             return Source.of(SourceKind.SKILL, "skill body")
@@ -488,6 +556,9 @@ class _Builder:
             answers = _answers(n.record) if n.type == "user" else []
             if answers and all(a in chain_calls for a in answers):
                 members.add(n.uuid)
+        for n in stray:
+            if n.file is not None and n.parent in members:
+                members.add(n.uuid)  # hook output recovered from a compaction call
         # boundaries on the chain, in chain order
         ordered = [nodes[u] for u in s.order if u in members]
         boundaries = [
@@ -623,7 +694,7 @@ class _Builder:
                     source=source,
                     sidechain=n.sidechain,
                     agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
-                    origin=Origin(file=self.file, line=n.line),
+                    origin=Origin(file=n.file or self.file, line=n.line),
                     is_meta=bool(rec.get("isMeta")),
                     is_summary=bool(rec.get("isCompactSummary")),
                 )
@@ -838,8 +909,12 @@ def _first_record(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def _find_subagent_files(path: Path, session_id: str | None) -> tuple[list[SubagentRef], list[Path]]:
-    """Subagent transcripts of the session at `path`, and its compaction-call files."""
+def _is_compaction_call(path: Path) -> bool:
+    return path.stem.removeprefix("agent-").startswith("acompact")
+
+
+def _agent_files(path: Path, session_id: str | None) -> list[tuple[Path, str]]:
+    """Agent files of the session at `path` (subagents and compaction calls), with their layout."""
     found: list[tuple[Path, str]] = []
     own_dir = path.parent / path.stem / "subagents"
     if own_dir.is_dir():
@@ -853,11 +928,16 @@ def _find_subagent_files(path: Path, session_id: str | None) -> tuple[list[Subag
             rec = _first_record(p)
             if rec is not None and rec.get("sessionId") == session_id and all(p != q for q, _ in found):
                 found.append((p, layout))
+    return found
+
+
+def _find_subagent_files(path: Path, session_id: str | None) -> tuple[list[SubagentRef], list[Path]]:
+    """Subagent transcripts of the session at `path`, and its compaction-call files."""
     subs: list[SubagentRef] = []
     calls: list[Path] = []
-    for p, layout in found:
+    for p, layout in _agent_files(path, session_id):
         agent_id = p.stem.removeprefix("agent-")
-        if agent_id.startswith("acompact"):
+        if _is_compaction_call(p):
             calls.append(p)
             continue
         meta: dict[str, Any] = {}
