@@ -1,0 +1,626 @@
+"""Finding agent sessions on this machine, newest first (for the session picker and `sessions`).
+
+Where each harness keeps its sessions (DESIGN.md §4; notes/claude-code-transcripts.md §1,
+notes/opencode-codex.md A5/B1, notes/opencollab.md §5):
+- Claude Code: `$CLAUDE_CONFIG_DIR/projects` when set, else `~/.claude/projects` and
+  `~/.config/claude/projects`; `<project>/<session>.jsonl` only (subagent files, `agent-*.jsonl`
+  and anything under `<session>/subagents/`, are parts of a session, not sessions).
+- Codex: `$CODEX_HOME/sessions` or `~/.codex/sessions`, `YYYY/MM/DD/rollout-*.jsonl`.
+- opencode: `$XDG_DATA_HOME/opencode` or `~/.local/share/opencode`: `opencode*.db` (one entry per
+  session, read through a read-only SQLite URI; one entry for the whole database when it cannot be
+  read), and the older JSON layouts `storage/session/<project>/<ses>.json` and
+  `project/<slug>/storage/session/info/<ses>.json`.
+- OpenCollab: `.opencollab/sessions/<run>/agent_*.json` below the current folder.
+
+Everything is cheap: a stat and a bounded read of each file's head (and tail), never a full load;
+a missing or unreadable folder or file is skipped, never fatal. Nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, BinaryIO, Literal
+from urllib.parse import quote
+
+import orjson
+from pydantic import BaseModel, ConfigDict
+
+Harness = Literal["claude-code", "codex", "opencode", "opencollab"]
+
+LIVE_SECONDS = 60
+"""A session modified this recently is marked live."""
+HEAD_BYTES = 64 * 1024
+"""How much of a file's start is read for its title and project."""
+EXACT_COUNT_BYTES = 2 << 20
+"""Files up to this size are read whole to count requests; bigger ones are sampled."""
+SAMPLE_BYTES = 512 << 10
+"""For a bigger file: this much of its head and of its tail are read, and the count extrapolated."""
+TITLE_CHARS = 120
+
+# JSON is matched as bytes, spaces after ":" allowed (Claude Code and Codex write none; others may)
+_REQUEST_ID = re.compile(rb'"requestId":\s*"([^"\\]+)"')
+_MESSAGE_ID = re.compile(rb'"id":\s*"(msg_[^"\\]+)"')
+_CWD = re.compile(rb'"cwd":\s*"((?:[^"\\]|\\.)*)"')
+_ASSISTANT = re.compile(rb'"type":\s*"assistant"')
+_PROGRESS = re.compile(rb'"type":\s*"progress"')
+_SIDECHAIN = re.compile(rb'"isSidechain":\s*true')
+_TOKEN_COUNT = re.compile(rb'"type":\s*"token_count"')
+_INFO_NULL = re.compile(rb'"info":\s*null')
+_TITLE_LINE = re.compile(rb'"type":\s*"(?:custom|ai)-title"')
+_ROLE_ASSISTANT = re.compile(rb'"role":\s*"assistant"')
+_STEP_COUNT = re.compile(rb'"step_count":\s*(\d+)')
+_AGENT_FILE = re.compile(r"^agent_(\d+)_(.+)\.json$")
+
+
+class SessionInfo(BaseModel):
+    """One session found on this machine."""
+
+    model_config = ConfigDict(frozen=True)
+
+    harness: Harness
+    path: Path
+    """The transcript file (opencode: the database, with `session_id` naming the session in it)."""
+    project: str | None = None
+    """The folder the agent worked in, where it can be told."""
+    size_bytes: int = 0
+    requests: int | None = None
+    """A cheap count of model calls; None when it cannot be told cheaply."""
+    requests_estimated: bool = False
+    """True when `requests` was extrapolated from samples of a big file."""
+    last_activity: datetime
+    """The last modification, UTC."""
+    live: bool = False
+    """Modified in the last LIVE_SECONDS: probably still being written."""
+    title: str | None = None
+    session_id: str | None = None
+
+
+def discover(
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    home: Path | None = None,
+    *,
+    now: datetime | None = None,
+) -> list[SessionInfo]:
+    """Every session of every known harness on this machine, newest first."""
+    env = os.environ if env is None else env
+    if home is None:
+        home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    cwd = Path.cwd() if cwd is None else cwd
+    now = datetime.now(UTC) if now is None else now
+    rows: list[SessionInfo] = []
+    for finder in (_claude_code, _codex, _opencode, _opencollab):
+        try:
+            rows.extend(finder(env, cwd, home, now))
+        except OSError:  # pragma: no cover - each finder already skips what it cannot read
+            continue
+    rows.sort(key=lambda r: (r.last_activity, str(r.path), r.session_id or ""), reverse=True)
+    return rows
+
+
+def sessions_table(rows: Iterable[SessionInfo]) -> list[dict[str, Any]]:
+    """Rows as plain JSON-ready dicts (paths as strings, times as ISO 8601 UTC)."""
+    out: list[dict[str, Any]] = []
+    for r in rows:
+        d = r.model_dump(mode="json")
+        d["last_activity"] = r.last_activity.astimezone(UTC).isoformat().replace("+00:00", "Z")
+        out.append(d)
+    return out
+
+
+# -- file system helpers: every failure is a skip ---------------------------------------------
+_os_scandir = os.scandir  # tests inject failures here
+
+
+def _open_binary(path: Path) -> BinaryIO:
+    """Opens a file for reading (tests inject failures here)."""
+    return path.open("rb")
+
+
+def _scandir(path: Path) -> list[os.DirEntry[str]]:
+    """The entries of a folder; [] when it is missing, not a folder, or unreadable."""
+    try:
+        with _os_scandir(path) as it:
+            return list(it)
+    except OSError:
+        return []
+
+
+def _subdirs(path: Path) -> Iterator[Path]:
+    for e in _scandir(path):
+        try:
+            if e.is_dir():
+                yield Path(e.path)
+        except OSError:
+            continue
+
+
+def _files(path: Path, suffix: str) -> Iterator[tuple[Path, os.stat_result]]:
+    for e in _scandir(path):
+        if not e.name.endswith(suffix):
+            continue
+        try:
+            if not e.is_file():
+                continue
+            st = e.stat()
+        except OSError:
+            continue
+        yield Path(e.path), st
+
+
+def _read_head_tail(path: Path, size: int) -> tuple[bytes, bytes | None]:
+    """The whole file when it is small (tail None); else its head and tail samples. b"" on error."""
+    try:
+        with _open_binary(path) as fh:
+            if size <= EXACT_COUNT_BYTES:
+                return fh.read(EXACT_COUNT_BYTES + 1), None
+            head = fh.read(SAMPLE_BYTES)
+            fh.seek(max(0, size - SAMPLE_BYTES))
+            return head, fh.read(SAMPLE_BYTES)
+    except OSError:
+        return b"", None
+
+
+def _read_head(path: Path, limit: int = HEAD_BYTES) -> bytes:
+    try:
+        with _open_binary(path) as fh:
+            return fh.read(limit)
+    except OSError:
+        return b""
+
+
+def _mtime(st: os.stat_result) -> datetime:
+    return datetime.fromtimestamp(st.st_mtime, UTC)
+
+
+def _is_live(when: datetime, now: datetime) -> bool:
+    return (now - when).total_seconds() <= LIVE_SECONDS
+
+
+def _records(data: bytes, limit: int = 400) -> Iterator[dict[str, Any]]:
+    """JSON objects of the complete lines in `data` (a torn last line is skipped)."""
+    lines = data.split(b"\n")
+    if not data.endswith(b"\n"):
+        lines = lines[:-1]
+    for raw in lines[:limit]:
+        if not raw.strip():
+            continue
+        try:
+            rec = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(rec, dict):
+            yield rec
+
+
+def _first_line(text: str) -> str | None:
+    for line in text.strip().splitlines():
+        line = line.strip()
+        if line:
+            return line[:TITLE_CHARS]
+    return None
+
+
+def _text_of(content: Any) -> str | None:
+    """The text of a message content (a string, or a list of text blocks)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [
+            b["text"]
+            for b in content
+            if isinstance(b, dict)
+            and b.get("type") in ("text", "input_text")
+            and isinstance(b.get("text"), str)
+        ]
+        return "\n".join(parts) if parts else None
+    return None
+
+
+def _prompt_title(text: str | None) -> str | None:
+    """A user prompt's first line, unless it is a harness wrapper (`<command-name>`, `<environment_context>`)."""
+    if not text or text.lstrip().startswith(("<", "# AGENTS.md")):
+        return None
+    return _first_line(text)
+
+
+def _decode_json_string(raw: bytes) -> str | None:
+    try:
+        value = orjson.loads(b'"' + raw + b'"')
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _claude_count(lines: Iterable[bytes]) -> int:
+    """Claude Code: distinct API calls among main-chain `assistant` lines (one call is several lines)."""
+    seen: set[bytes] = set()
+    n = 0
+    for line in lines:
+        if b'"assistant"' not in line or not _ASSISTANT.search(line):
+            continue
+        if _PROGRESS.search(line) or _SIDECHAIN.search(line):
+            continue  # a subagent's message carried in a progress line, or an inline sidechain
+        n += 1
+        m = _REQUEST_ID.search(line) or _MESSAGE_ID.search(line)
+        seen.add(m.group(1) if m else str(n).encode())
+    return len(seen)
+
+
+def _count_requests(
+    data: bytes, tail: bytes | None, size: int, count: Callable[[Iterable[bytes]], int]
+) -> tuple[int | None, bool]:
+    """`count(lines)` over the whole file, or extrapolated from its head and tail samples."""
+    if not data:
+        return None, False
+    if tail is None:
+        return count(data.split(b"\n")), False
+    # samples: drop the torn line at each cut
+    head_lines = data.split(b"\n")[:-1]
+    tail_lines = tail.split(b"\n")[1:]
+    sampled = sum(len(x) + 1 for x in head_lines) + sum(len(x) + 1 for x in tail_lines)
+    if sampled <= 0:
+        return None, False
+    n = count(head_lines) + count(tail_lines)
+    return round(n * size / sampled), True
+
+
+# -- Claude Code -------------------------------------------------------------------------------
+def _claude_roots(env: Mapping[str, str], home: Path) -> list[Path]:
+    config = env.get("CLAUDE_CONFIG_DIR")
+    if config:
+        return [Path(config).expanduser() / "projects"]
+    return [home / ".claude" / "projects", home / ".config" / "claude" / "projects"]
+
+
+def _claude_index(project_dir: Path) -> dict[str, dict[str, Any]]:
+    """`sessions-index.json` (2.1.x), by session id; {} when absent or unreadable."""
+    raw = _read_head(project_dir / "sessions-index.json", 4 << 20)
+    if not raw:
+        return {}
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {}
+    entries = data.get("entries") if isinstance(data, dict) else data
+    out: dict[str, dict[str, Any]] = {}
+    if isinstance(entries, list):
+        for e in entries:
+            if isinstance(e, dict) and isinstance(e.get("sessionId"), str):
+                out[e["sessionId"]] = e
+    return out
+
+
+def _claude_code(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
+    seen_roots: set[str] = set()
+    for root in _claude_roots(env, home):
+        key = os.path.realpath(root)
+        if key in seen_roots:
+            continue
+        seen_roots.add(key)
+        for project_dir in _subdirs(root):
+            index: dict[str, dict[str, Any]] | None = None
+            for path, st in _files(project_dir, ".jsonl"):
+                if path.name.startswith("agent-"):
+                    continue  # a 2.0 subagent (or a compaction call), part of its session
+                if index is None:
+                    index = _claude_index(project_dir)
+                yield _claude_session(path, st, project_dir.name, index, now)
+
+
+def _claude_session(
+    path: Path, st: os.stat_result, folder: str, index: Mapping[str, dict[str, Any]], now: datetime
+) -> SessionInfo:
+    data, tail = _read_head_tail(path, st.st_size)
+    requests, estimated = _count_requests(data, tail, st.st_size, _claude_count)
+    project: str | None = None
+    session_id: str | None = None
+    titles: dict[str, str] = {}
+    summary: str | None = None
+    prompt: str | None = None
+    for rec in _records(data[:HEAD_BYTES]):
+        rtype = rec.get("type")
+        if project is None and isinstance(rec.get("cwd"), str):
+            project = rec["cwd"]
+        if session_id is None and isinstance(rec.get("sessionId"), str):
+            session_id = rec["sessionId"]
+        if rtype in ("custom-title", "ai-title"):
+            _claude_title(rec, titles)
+        elif rtype == "summary" and summary is None and isinstance(rec.get("summary"), str):
+            summary = rec["summary"]
+        elif (
+            rtype == "user"
+            and prompt is None
+            and not rec.get("isMeta")
+            and not rec.get("isSidechain")
+            and not rec.get("isCompactSummary")
+            and isinstance(rec.get("message"), dict)
+        ):
+            prompt = _prompt_title(_text_of(rec["message"].get("content")))
+    # titles are also written later in a session: look for them in the rest that was read
+    rest = data[HEAD_BYTES:] if tail is None else tail
+    if b'-title"' in rest:
+        for line in rest.split(b"\n"):
+            if b'-title"' in line and _TITLE_LINE.search(line):
+                for rec in _records(line + b"\n"):
+                    _claude_title(rec, titles)
+    session_id = session_id or path.stem
+    entry = index.get(session_id, {})
+    indexed = entry.get("summary") if isinstance(entry.get("summary"), str) else None
+    if project is None and isinstance(entry.get("projectPath"), str):
+        project = entry["projectPath"]
+    title = titles.get("custom-title") or titles.get("ai-title") or summary or indexed or prompt
+    when = _mtime(st)
+    return SessionInfo(
+        harness="claude-code",
+        path=path,
+        project=project or _decode_project(folder),
+        size_bytes=st.st_size,
+        requests=requests,
+        requests_estimated=estimated,
+        last_activity=when,
+        live=_is_live(when, now),
+        title=_first_line(title) if title else None,
+        session_id=session_id,
+    )
+
+
+def _claude_title(rec: dict[str, Any], titles: dict[str, str]) -> None:
+    """Keeps the latest `custom-title` (the user's) and the latest `ai-title` seen."""
+    t = rec.get("customTitle") or rec.get("aiTitle") or rec.get("title")
+    if isinstance(t, str) and t.strip():
+        titles[str(rec.get("type"))] = t
+
+
+def _decode_project(folder: str) -> str:
+    """A project folder name back into a path: Claude Code wrote the cwd with "/" and "." as "-".
+
+    Lossy ("-" in the original is indistinguishable), so it is only used when no record names the cwd.
+    """
+    return folder.replace("-", "/") if folder.startswith("-") else folder
+
+
+# -- Codex ---------------------------------------------------------------------------------------
+def _codex_count(lines: Iterable[bytes]) -> int:
+    """Codex: `token_count` reports with usage (one per model call); else assistant messages."""
+    reports = 0
+    answers = 0
+    for line in lines:
+        if b"token_count" in line and _TOKEN_COUNT.search(line):
+            if not _INFO_NULL.search(line):
+                reports += 1
+        elif b"response_item" in line and _ROLE_ASSISTANT.search(line):
+            answers += 1
+    return reports or answers
+
+
+def _codex(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
+    codex_home = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
+    for year in _subdirs(codex_home / "sessions"):
+        for month in _subdirs(year):
+            for day in _subdirs(month):
+                for path, st in _files(day, ".jsonl"):
+                    if path.name.startswith("rollout-"):
+                        yield _codex_session(path, st, now)
+
+
+def _codex_session(path: Path, st: os.stat_result, now: datetime) -> SessionInfo:
+    data, tail = _read_head_tail(path, st.st_size)
+    requests, estimated = _count_requests(data, tail, st.st_size, _codex_count)
+    head = data[:HEAD_BYTES] if tail is None else data
+    project: str | None = None
+    session_id: str | None = None
+    prompt: str | None = None
+    for rec in _records(head, limit=200):
+        payload = rec.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        if rec.get("type") == "session_meta":
+            if isinstance(payload.get("cwd"), str):
+                project = payload["cwd"]
+            if isinstance(payload.get("id"), str):
+                session_id = payload["id"]
+        elif prompt is None and payload.get("type") == "user_message":
+            msg = payload.get("message")
+            prompt = _prompt_title(msg if isinstance(msg, str) else None)
+        elif prompt is None and payload.get("type") == "message" and payload.get("role") == "user":
+            prompt = _prompt_title(_text_of(payload.get("content")))
+    if project is None:
+        # a session_meta line longer than the head: its cwd is usually still in it
+        m = _CWD.search(head)
+        if m:
+            project = _decode_json_string(m.group(1))
+    when = _mtime(st)
+    return SessionInfo(
+        harness="codex",
+        path=path,
+        project=project,
+        size_bytes=st.st_size,
+        requests=requests,
+        requests_estimated=estimated,
+        last_activity=when,
+        live=_is_live(when, now),
+        title=prompt,
+        session_id=session_id,
+    )
+
+
+# -- opencode ------------------------------------------------------------------------------------
+def _opencode(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
+    data_home = (
+        Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME") else home / ".local" / "share"
+    )
+    root = data_home / "opencode"
+    for path, st in _files(root, ".db"):
+        if path.name.startswith("opencode"):
+            yield from _opencode_db(path, st, now)
+    storage = root / "storage"
+    for project_dir in _subdirs(storage / "session"):
+        yield from _opencode_json_sessions(project_dir, storage / "message", now)
+    for slug in _subdirs(root / "project"):
+        legacy = slug / "storage" / "session"
+        yield from _opencode_json_sessions(legacy / "info", legacy / "message", now)
+
+
+def _open_ro(path: Path) -> sqlite3.Connection:
+    """A read-only connection that neither locks nor changes a live database."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    return sqlite3.connect(uri, uri=True, timeout=0.5)
+
+
+def _opencode_db(path: Path, st: os.stat_result, now: datetime) -> list[SessionInfo]:
+    try:
+        con = _open_ro(path)
+    except sqlite3.Error:
+        return [_opencode_db_whole(path, st, now)]
+    try:
+        rows = con.execute("SELECT id, title, directory, time_updated, parent_id FROM session").fetchall()
+        counts: dict[str, int] = {}
+        sizes: dict[str, int] = {}
+        counted = True
+        try:
+            for sid, n, size in con.execute(
+                'SELECT session_id, sum(data LIKE \'%"role":"assistant"%\'), sum(length(data))'
+                " FROM message GROUP BY session_id"
+            ):
+                counts[sid] = int(n or 0)
+                sizes[sid] = int(size or 0)
+            for sid, size in con.execute(
+                "SELECT session_id, sum(length(data)) FROM part GROUP BY session_id"
+            ):
+                sizes[sid] = sizes.get(sid, 0) + int(size or 0)
+        except sqlite3.Error:
+            counts, sizes, counted = {}, {}, False
+    except sqlite3.Error:
+        return [_opencode_db_whole(path, st, now)]
+    finally:
+        con.close()
+    out: list[SessionInfo] = []
+    file_time = _mtime(st)
+    for sid, title, directory, updated, _parent in rows:
+        if not isinstance(sid, str):
+            continue
+        when = file_time
+        if isinstance(updated, int | float) and updated > 0:
+            try:
+                when = datetime.fromtimestamp(updated / 1000, UTC)
+            except (OverflowError, OSError, ValueError):
+                when = file_time
+        out.append(
+            SessionInfo(
+                harness="opencode",
+                path=path,
+                project=directory if isinstance(directory, str) else None,
+                size_bytes=sizes.get(sid, 0),
+                requests=counts.get(sid, 0) if counted else None,
+                last_activity=when,
+                live=_is_live(when, now),
+                title=_first_line(title) if isinstance(title, str) and title.strip() else None,
+                session_id=sid,
+            )
+        )
+    return out
+
+
+def _opencode_db_whole(path: Path, st: os.stat_result, now: datetime) -> SessionInfo:
+    when = _mtime(st)
+    return SessionInfo(
+        harness="opencode",
+        path=path,
+        size_bytes=st.st_size,
+        last_activity=when,
+        live=_is_live(when, now),
+    )
+
+
+def _opencode_json_sessions(session_dir: Path, message_root: Path, now: datetime) -> Iterator[SessionInfo]:
+    for path, st in _files(session_dir, ".json"):
+        info: dict[str, Any] = {}
+        raw = _read_head(path, 1 << 20)
+        try:
+            loaded = orjson.loads(raw) if raw else {}
+            info = loaded if isinstance(loaded, dict) else {}
+        except orjson.JSONDecodeError:
+            info = {}
+        sid_value = info.get("id")
+        sid = sid_value if isinstance(sid_value, str) and _plain_name(sid_value) else path.stem
+        size = st.st_size
+        latest = st.st_mtime
+        for _m, mst in _files(message_root / sid, ".json"):
+            size += mst.st_size
+            latest = max(latest, mst.st_mtime)
+        when = datetime.fromtimestamp(latest, UTC)
+        title = info.get("title")
+        directory = info.get("directory")
+        yield SessionInfo(
+            harness="opencode",
+            path=path,
+            project=directory if isinstance(directory, str) else None,
+            size_bytes=size,
+            requests=None,
+            last_activity=when,
+            live=_is_live(when, now),
+            title=_first_line(title) if isinstance(title, str) and title.strip() else None,
+            session_id=sid,
+        )
+
+
+# -- OpenCollab ----------------------------------------------------------------------------------
+def _opencollab(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
+    for run in _subdirs(cwd / ".opencollab" / "sessions"):
+        for path, st in _files(run, ".json"):
+            m = _AGENT_FILE.match(path.name)
+            if m is None:
+                continue
+            size = st.st_size
+            latest = st.st_mtime
+            journal = path.with_name(path.name + ".journal")
+            steps: int | None = None
+            head = _read_head(path)
+            found = _STEP_COUNT.search(head)
+            if found:
+                steps = int(found.group(1))
+            try:
+                jst = journal.stat()
+            except OSError:
+                jst = None
+            if jst is not None:
+                size += jst.st_size
+                latest = max(latest, jst.st_mtime)
+                tail = _read_tail(journal, jst.st_size, HEAD_BYTES)
+                counts = _STEP_COUNT.findall(tail)
+                if counts:
+                    steps = int(counts[-1])
+            when = datetime.fromtimestamp(latest, UTC)
+            yield SessionInfo(
+                harness="opencollab",
+                path=path,
+                project=str(cwd),
+                size_bytes=size,
+                requests=steps,
+                last_activity=when,
+                live=_is_live(when, now),
+                title=f"agent {m.group(1)} · {m.group(2)} ({run.name})",
+                session_id=f"{run.name}/agent_{m.group(1)}",
+            )
+
+
+def _plain_name(name: str) -> bool:
+    """A file name with no path in it (ids from untrusted files are joined to folders)."""
+    return (
+        bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and "\0" not in name
+    )
+
+
+def _read_tail(path: Path, size: int, limit: int) -> bytes:
+    try:
+        with _open_binary(path) as fh:
+            fh.seek(max(0, size - limit))
+            return fh.read(limit)
+    except OSError:
+        return b""
