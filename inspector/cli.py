@@ -51,7 +51,7 @@ def _app_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="context-inspector",
         description=DESCRIPTION,
-        epilog="commands: report, explain (context-inspector COMMAND --help)",
+        epilog="commands: report, explain, calibrate, sessions (context-inspector COMMAND --help)",
     )
     p.add_argument("--version", action="version", version=f"context-inspector {__version__}")
     p.add_argument("path", nargs="?", help="a transcript file or session folder")
@@ -78,6 +78,17 @@ def _parser() -> argparse.ArgumentParser:
         "--step", type=_positive_int, default=None, help="also run the pipeline at request K (1-based)"
     )
     _add_shaping_options(r)
+
+    c = sub.add_parser("calibrate", help="how well calibrated weights predict what the provider billed")
+    c.add_argument("path")
+    c.add_argument("--estimator", choices=("heuristic", "tiktoken"), default="heuristic")
+    c.add_argument(
+        "--mode", choices=("proportional", "delta"), default=None, help="show this mode's per-request errors"
+    )
+    c.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("sessions", help="list the sessions found on this machine, newest first")
+    s.add_argument("--json", action="store_true")
 
     e = sub.add_parser("explain", help="say why a message was changed at a request")
     e.add_argument("path")
@@ -145,7 +156,42 @@ def _cmd_open(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"report": _cmd_report, "explain": _cmd_explain}
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from inspector.report.render import print_accuracy
+    from inspector.tokens.accuracy import accuracy
+
+    transcript = _load(args.path)
+    if not any(r.usage for r in transcript.requests):
+        raise UserError(f"{args.path} records no token usage: there is nothing to calibrate against")
+    result = accuracy(transcript, args.estimator)
+    if args.json:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+    else:
+        print_accuracy(result, mode=args.mode)
+    return 0
+
+
+def _cmd_sessions(args: argparse.Namespace) -> int:
+    from inspector.live.discovery import discover, sessions_table
+
+    rows = discover()
+    if args.json:
+        import json
+
+        sys.stdout.write(json.dumps(sessions_table(rows), indent=2) + "\n")
+    else:
+        from inspector.report.render import print_sessions
+
+        print_sessions(rows)
+    return 0
+
+
+COMMANDS = {
+    "report": _cmd_report,
+    "explain": _cmd_explain,
+    "calibrate": _cmd_calibrate,
+    "sessions": _cmd_sessions,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

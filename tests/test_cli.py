@@ -122,3 +122,51 @@ def test_console_script_and_module_entry(tmp_path: Path) -> None:
     )
     assert p.returncode == 2
     assert p.stderr.strip().startswith("context-inspector: no such file") and "Traceback" not in p.stderr
+
+
+def test_calibrate_json_shape_and_best_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file(FA812.relative_to(CORPUS).as_posix())
+    r = _json(capsys, "calibrate", str(path), "--json")
+    assert set(r["modes"]) == {"baseline", "baseline_tiktoken", "proportional", "delta"}
+    assert r["best"] in ("proportional", "delta")
+    best = r["modes"][r["best"]]
+    assert best["n"] == 155
+    for baseline in ("baseline", "baseline_tiktoken"):
+        assert best["p95_pct"] < r["modes"][baseline]["p95_pct"]
+        assert best["max_pct"] < r["modes"][baseline]["max_pct"]
+
+
+def test_calibrate_text_and_no_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file("claude-code/fasthooks-manual-compact.jsonl")
+    assert main(["calibrate", str(path), "--mode", "delta"]) == 0
+    out = capsys.readouterr().out
+    assert "delta" in out and "Per request (delta)" in out and "18,465" in out
+    chat = tmp_path / "chat.json"
+    chat.write_text(
+        json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+    )
+    assert main(["calibrate", str(chat)]) == 2
+    assert "no token usage" in capsys.readouterr().err
+
+
+def test_sessions_lists_discovered_sessions_newest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    projects = tmp_path / "claude" / "projects" / "-work-app"
+    projects.mkdir(parents=True)
+    sample = Path(__file__).resolve().parents[1] / "sample_sessions" / "short-session.jsonl"
+    older, newer = projects / "older.jsonl", projects / "newer.jsonl"
+    older.write_bytes(sample.read_bytes())
+    newer.write_bytes(sample.read_bytes())
+    os.utime(older, (1_700_000_000, 1_700_000_000))
+    os.utime(newer, (1_800_000_000, 1_800_000_000))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    rows = _json(capsys, "sessions", "--json")
+    assert [Path(r["path"]).name for r in rows] == ["newer.jsonl", "older.jsonl"]
+    assert rows[0]["harness"] == "claude-code" and rows[0]["requests"] == 12

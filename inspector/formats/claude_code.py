@@ -242,14 +242,7 @@ def _with_recovered_context(state: _State, calls: list[Path]) -> _State:
         return state
     extra: dict[str, list[_Node]] = defaultdict(list)
     for call in calls:
-        try:
-            data = call.read_bytes()
-        except OSError:
-            continue
-        for line_no, raw in enumerate(data.split(b"\n"), start=1):
-            rec = decode_json_line(raw, str(call), line_no, [])
-            if rec is None or rec.get("type") != "user" or not rec.get("isMeta"):
-                continue
+        for line_no, rec in _meta_lines(call):
             uuid, parent = rec.get("uuid"), rec.get("parentUuid")
             if not isinstance(uuid, str) or not isinstance(parent, str) or uuid in state.nodes:
                 continue
@@ -931,6 +924,62 @@ def _agent_files(path: Path, session_id: str | None) -> list[tuple[Path, str]]:
     return found
 
 
+_FileKey = tuple[str, int, int]
+_SUBAGENT_CACHE: dict[_FileKey, tuple[int, int, str]] = {}
+_CALL_CACHE: dict[_FileKey, list[tuple[int, dict[str, Any]]]] = {}
+_CACHE_LIMIT = 512
+
+
+def _file_key(path: Path) -> _FileKey | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path), st.st_size, st.st_mtime_ns)
+
+
+def _remember(cache: dict[_FileKey, Any], key: _FileKey, value: Any) -> None:
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    cache[key] = value
+
+
+def _subagent_counts(path: Path) -> tuple[int, int, str]:
+    """Messages, requests and first task of a subagent file; cached by size and mtime, so a
+    followed session does not re-read unchanged subagents at every update."""
+    key = _file_key(path)
+    if key is not None and key in _SUBAGENT_CACHE:
+        return _SUBAGENT_CACHE[key]
+    try:
+        sub = load_claude_code(path, with_subagents=False)
+    except OSError:
+        return 0, 0, ""
+    first_task = next((m.text for m in sub.messages if m.role is Role.USER and m.text.strip()), "")
+    value = (len(sub.messages), len(sub.requests), first_task)
+    if key is not None:
+        _remember(_SUBAGENT_CACHE, key, value)
+    return value
+
+
+def _meta_lines(call: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The `isMeta` user lines of a compaction call's file (line number, record); cached."""
+    key = _file_key(call)
+    if key is not None and key in _CALL_CACHE:
+        return _CALL_CACHE[key]
+    try:
+        data = call.read_bytes()
+    except OSError:
+        return []
+    out: list[tuple[int, dict[str, Any]]] = []
+    for line_no, raw in enumerate(data.split(b"\n"), start=1):
+        rec = decode_json_line(raw, str(call), line_no, [])
+        if rec is not None and rec.get("type") == "user" and rec.get("isMeta"):
+            out.append((line_no, rec))
+    if key is not None:
+        _remember(_CALL_CACHE, key, out)
+    return out
+
+
 def _find_subagent_files(path: Path, session_id: str | None) -> tuple[list[SubagentRef], list[Path]]:
     """Subagent transcripts of the session at `path`, and its compaction-call files."""
     subs: list[SubagentRef] = []
@@ -948,13 +997,7 @@ def _find_subagent_files(path: Path, session_id: str | None) -> tuple[list[Subag
                 meta = loaded if isinstance(loaded, dict) else {}
             except (OSError, ValueError):
                 meta = {}
-        try:
-            sub = load_claude_code(p, with_subagents=False)
-            n_msgs, n_reqs = len(sub.messages), len(sub.requests)
-            first_task = next((m.text for m in sub.messages if m.role is Role.USER and m.text.strip()), "")
-        except OSError:
-            n_msgs = n_reqs = 0
-            first_task = ""
+        n_msgs, n_reqs, first_task = _subagent_counts(p)
         desc = meta.get("description") if isinstance(meta.get("description"), str) else None
         subs.append(
             SubagentRef(

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from .sanitize import one_line, visible
 from .summary import Report
+
+if TYPE_CHECKING:
+    from inspector.live.discovery import SessionInfo
+    from inspector.tokens.accuracy import AccuracyReport
 
 
 def _n(v: int | None) -> str:
@@ -165,3 +171,83 @@ def render_report(report: Report) -> RenderableType:
 
 def print_report(report: Report, console: Console | None = None) -> None:
     (console or Console()).print(render_report(report))
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3f}%"
+
+
+def print_accuracy(result: AccuracyReport, mode: str | None = None, console: Console | None = None) -> None:
+    """The calibration accuracy table: each mode's median, p95 and max absolute error."""
+    table = Table(
+        title=f"Predicting each request's input before its report ({result.estimator} estimator)",
+        title_justify="left",
+    )
+    table.add_column("mode", no_wrap=True)
+    for col in ("median", "p95", "max", "requests"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    table.add_column("how it predicts", style="dim")
+    how = {
+        "baseline": "last report + chars/4 of what was added",
+        "baseline_tiktoken": "last report + tiktoken of what was added",
+        "proportional": "weights apportioned from each report",
+        "delta": "each report's difference put on what was added",
+    }
+    for key, stats in result.modes.items():
+        table.add_row(
+            key,
+            _pct(stats.median_pct),
+            _pct(stats.p95_pct),
+            _pct(stats.max_pct),
+            str(stats.n),
+            Text("best", style="bold green") if key == result.best else "",
+            how.get(key, ""),
+        )
+    parts: list[RenderableType] = [table]
+    if mode is not None:
+        rows = Table(title=f"Per request ({mode})", title_justify="left")
+        for col in ("request", "reported", "predicted", "error"):
+            rows.add_column(col, justify="right")
+        for r in result.requests:
+            if mode in r.predicted:
+                rows.add_row(
+                    str(r.request), f"{r.reported:,}", f"{r.predicted[mode]:,}", _pct(r.error_pct.get(mode))
+                )
+        parts.append(rows)
+    (console or Console()).print(Group(*parts))
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def print_sessions(rows: list[SessionInfo], console: Console | None = None) -> None:
+    """Sessions found on this machine, newest first; a live mark on those written in the last minute."""
+    out = console or Console()
+    if not rows:
+        out.print(
+            "No sessions found (Claude Code, Codex, opencode, OpenCollab). Try: context-inspector --sample"
+        )
+        return
+    table = Table(title=f"Sessions ({len(rows):,}), newest first", title_justify="left")
+    for col in ("", "harness", "project", "title", "requests", "size", "last activity", "path"):
+        table.add_column(col, justify="right" if col in ("requests", "size") else "left")
+    for r in rows:
+        table.add_row(
+            Text("●", style="bold green") if r.live else Text(""),
+            r.harness,
+            Text(visible(r.project or "—", newlines=False)),
+            Text(one_line(r.title or "", 50)),
+            "—"
+            if r.requests is None
+            else (f"~{r.requests:,}" if r.requests_estimated else f"{r.requests:,}"),
+            _size(r.size_bytes),
+            r.last_activity.strftime("%Y-%m-%d %H:%M"),
+            Text(visible(str(r.path), newlines=False)),
+        )
+    out.print(table)
