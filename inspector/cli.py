@@ -51,7 +51,7 @@ def _app_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="context-inspector",
         description=DESCRIPTION,
-        epilog="commands: report, explain, calibrate, sessions (context-inspector COMMAND --help)",
+        epilog="commands: report, explain, calibrate, findings, sessions (context-inspector COMMAND --help)",
     )
     p.add_argument("--version", action="version", version=f"context-inspector {__version__}")
     p.add_argument("path", nargs="?", help="a transcript file or session folder")
@@ -86,6 +86,16 @@ def _parser() -> argparse.ArgumentParser:
         "--mode", choices=("proportional", "delta"), default=None, help="show this mode's per-request errors"
     )
     c.add_argument("--json", action="store_true")
+
+    f = sub.add_parser(
+        "findings", help="symptoms the transcript shows: re-reads after clearing, storms, loops, ..."
+    )
+    f.add_argument("path")
+    f.add_argument("--json", action="store_true")
+    f.add_argument(
+        "--check", action="append", default=None, metavar="NAME", help="run only this check (repeatable)"
+    )
+    _add_shaping_options(f)
 
     s = sub.add_parser("sessions", help="list the sessions found on this machine, newest first")
     s.add_argument("--json", action="store_true")
@@ -171,6 +181,25 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_findings(args: argparse.Namespace) -> int:
+    """Exit 0 when nothing of severity "error" was found, 1 otherwise (for scripts and CI)."""
+    from inspector.findings import UnknownCheckError, exit_code, find_all, findings_json, findings_text
+    from inspector.replay import Replay
+
+    replay = Replay.open(_load(args.path), policy=args.policy, window=args.window)
+    try:
+        found = find_all(replay, args.check)
+    except UnknownCheckError as exc:
+        raise UserError(str(exc)) from None
+    if args.json:
+        import json
+
+        sys.stdout.write(json.dumps(findings_json(found), indent=2) + "\n")
+    else:
+        sys.stdout.write("\n".join(findings_text(found)) + "\n")
+    return exit_code(found)
+
+
 def _cmd_sessions(args: argparse.Namespace) -> int:
     from inspector.live.discovery import discover, sessions_table
 
@@ -190,6 +219,7 @@ COMMANDS = {
     "report": _cmd_report,
     "explain": _cmd_explain,
     "calibrate": _cmd_calibrate,
+    "findings": _cmd_findings,
     "sessions": _cmd_sessions,
 }
 

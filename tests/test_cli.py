@@ -170,3 +170,18 @@ def test_sessions_lists_discovered_sessions_newest_first(
     rows = _json(capsys, "sessions", "--json")
     assert [Path(r["path"]).name for r in rows] == ["newer.jsonl", "older.jsonl"]
     assert rows[0]["harness"] == "claude-code" and rows[0]["requests"] == 12
+
+
+def test_findings_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file(FA812.relative_to(CORPUS).as_posix())
+    assert main(["findings", str(path), "--json", "--window", "100000"]) == 1
+    found = json.loads(capsys.readouterr().out)
+    reread = [f for f in found if f["kind"] == "reread"]
+    assert [f["request"] for f in reread] == [74]
+    assert "tool output clear" in reread[0]["explanation"] and "402 tokens" in reread[0]["explanation"]
+    assert any(f["kind"] == "pressure" and f["severity"] == "error" for f in found)
+    # at the model's own window nothing is an error
+    assert main(["findings", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "closest approach to the window: request 126 held 166,874 of 200,000" in out
+    assert main(["findings", str(path), "--check", "nope"]) == 2
