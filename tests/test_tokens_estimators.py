@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from inspector.model import Message, Role, TextBlock, ToolCallBlock, ToolResultBlock
 from inspector.tokens import HeuristicEstimator, TiktokenEstimator, get_estimator, heuristic_tokens, serialize
@@ -86,3 +88,10 @@ def test_tiktoken_message_cache_and_batch() -> None:
     assert singles == batch[:3]
     assert est.tokenized == 3  # unchanged messages are never re-tokenized
     assert batch[0] == tk.FRAMING + est.text(serialize(a))
+
+
+@given(st.text())
+def test_heuristic_counts_ascii_thirds_and_one_per_wide_character(text: str) -> None:
+    ascii_count = sum(1 for ch in text if ch < "\x80")
+    wide = len(text) - ascii_count
+    assert heuristic_tokens(text) == -(-ascii_count // 3) + wide
