@@ -99,23 +99,23 @@ def test_names_are_normalized(name: str) -> None:
 def test_unknown_preset() -> None:
     assert (
         one_line_error("claude-kode")
-        == "unknown policy 'claude-kode' (known: no_history_compaction, opencollab)"
+        == "unknown policy 'claude-kode' (known: claude_code, codex, no_history_compaction, opencode, opencollab)"
     )
 
 
 def test_registry_leaves_room_for_harness_presets() -> None:
     harness = Policy(
-        name="claude-code", layers=("per_tool_budget", "tool_output_clear"), blocking_buffer=3_000
+        name="my-harness", layers=("per_tool_budget", "tool_output_clear"), blocking_buffer=3_000
     )
-    register_preset(harness, aliases=("claude",))
+    register_preset(harness, aliases=("mine",))
     try:
-        assert preset("Claude-Code") is harness
-        assert load_policy("claude") is harness
+        assert preset("My-Harness") is harness
+        assert load_policy("mine") is harness
     finally:
-        PRESETS.pop("claude_code")
-        PRESET_ALIASES.pop("claude")
+        PRESETS.pop("my_harness")
+        PRESET_ALIASES.pop("mine")
     with pytest.raises(PolicyError):
-        preset("claude-code")
+        preset("my-harness")
 
 
 def test_toml_policy_file(tmp_path: Path) -> None:
@@ -236,6 +236,13 @@ def test_every_layer_name_has_a_factory() -> None:
         "tool_output_clear",
         "old_history_snip",
         "auto_compact",
+        "large_result_preview",
+        "microcompact",
+        "full_compact",
+        "opencode_prune",
+        "opencode_compact",
+        "middle_truncate",
+        "codex_compact",
     }
     everything = Policy(name="all", layers=tuple(LAYER_FACTORIES))
     assert everything.pipeline().names == tuple(LAYER_FACTORIES)

@@ -7,20 +7,29 @@ layer returns a new view plus its decisions (DESIGN.md §2).
 from .auto_compact import SUMMARY_HEADER, AutoCompact, SummaryCache, summary_header
 from .base import Action, Decision, Layer, LayerResult, Sizer, TokenMemo, memo
 from .budget import Budget, affordable_groups, trigger_target
+from .claude_code import CLAUDE_CODE_TOOLS, FullCompact, LargeResultPreview, Microcompact, idle_minutes
+from .codex import CodexCompact, MiddleTruncate, truncate_middle
 from .eager_clear import EAGER_STUB, EagerToolOutputClear
 from .groups import Group, Unpaired, group_spans, pin_label, pins, unpaired
 from .history_snip import OldHistorySnip
+from .opencode import OpencodeCompact, OpencodePrune
 from .pipeline import Pipeline, ShapeResult, explain
 from .policy import (
+    CLAUDE_CODE,
+    CODEX,
     LAYER_FACTORIES,
     NO_HISTORY_COMPACTION,
+    OPENCODE,
     OPENCOLLAB,
+    PRESET_FOR_FORMAT,
     PRESETS,
+    TRIGGER_ESTIMATORS,
     Policy,
     PolicyError,
     load_policy,
     policy_from_dict,
     preset,
+    preset_for_format,
     register_preset,
 )
 from .summarize import (
@@ -36,30 +45,43 @@ from .tool_output_clear import CLEARED_CONTENT, ToolOutputClear
 from .tools import DEFAULT_COMPACTABLE_TOOLS, OPENCOLLAB_TOOLS, TOOL_ALIASES, canonical_tool, is_compactable
 
 __all__ = [
+    "CLAUDE_CODE",
+    "CLAUDE_CODE_TOOLS",
     "CLEARED_CONTENT",
+    "CODEX",
     "DEFAULT_COMPACTABLE_TOOLS",
     "EAGER_STUB",
     "LAYER_FACTORIES",
     "NO_HISTORY_COMPACTION",
+    "OPENCODE",
     "OPENCOLLAB",
     "OPENCOLLAB_TOOLS",
     "PRESETS",
+    "PRESET_FOR_FORMAT",
     "SUMMARY_HEADER",
     "SUMMARY_PROMPT",
     "TOOL_ALIASES",
+    "TRIGGER_ESTIMATORS",
     "TRUNCATION_MARKER",
     "Action",
     "AutoCompact",
     "Budget",
+    "CodexCompact",
     "Decision",
     "EagerToolOutputClear",
     "ExtractiveSummarizer",
+    "FullCompact",
     "Group",
+    "LargeResultPreview",
     "Layer",
     "LayerResult",
+    "Microcompact",
+    "MiddleTruncate",
     "ModelCall",
     "ModelSummarizer",
     "OldHistorySnip",
+    "OpencodeCompact",
+    "OpencodePrune",
     "PerToolResultBudget",
     "Pipeline",
     "Policy",
@@ -76,6 +98,7 @@ __all__ = [
     "canonical_tool",
     "explain",
     "group_spans",
+    "idle_minutes",
     "is_compactable",
     "load_policy",
     "memo",
@@ -83,9 +106,11 @@ __all__ = [
     "pins",
     "policy_from_dict",
     "preset",
+    "preset_for_format",
     "register_preset",
     "summary_header",
     "trigger_target",
     "truncate",
+    "truncate_middle",
     "unpaired",
 ]

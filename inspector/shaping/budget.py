@@ -31,6 +31,14 @@ AFFORDABLE_GROUP_TOKENS = DEFAULT_TOOL_RESULT_BUDGET // 4
 """Tokens one maximum-size tool exchange costs (16,000 chars / 4). OpenCollab divides by the default
 budget even when a policy sets another `tool_result_budget`; so does this."""
 
+# Harness constants whose values coincide with the defaults above live here too, so each such
+# number has one home. (Claude Code's `COMPACT_MAX_OUTPUT_TOKENS` and `AUTOCOMPACT_BUFFER_TOKENS`,
+# and opencode's `COMPACTION_BUFFER`, are DEFAULT_OUTPUT_RESERVE and DEFAULT_SAFETY_BUFFER.)
+OPENCODE_PRUNE_MINIMUM = 20_000
+"""opencode `PRUNE_MINIMUM`: prune only when more than this many tokens (chars/4) would be freed."""
+CODEX_USER_MESSAGE_TOKENS = 20_000
+"""Codex `COMPACT_USER_MESSAGE_MAX_TOKENS`: the recent user messages its compaction keeps (bytes/4)."""
+
 
 def trigger_target(
     window: int | None,

@@ -1,7 +1,8 @@
 """Policies: named pipeline compositions with their parameters, presets, and loading from files.
 
-A policy is a preset name (`opencollab`, `no_history_compaction`; `default` is OpenCollab's own
-name for `opencollab`), a TOML/JSON file of parameters over a base preset, or OpenCollab's
+A policy is a preset name (`opencollab`, `no_history_compaction`, and the harness presets
+`claude-code`, `opencode`, `codex`; `default` is OpenCollab's own name for `opencollab`), a
+TOML/JSON file of parameters over a base preset, or OpenCollab's
 team-file form `context: {policy: no_history_compaction, tool_result_budget: 20000}` written as a
 TOML/JSON `context` table. Unknown names and keys are errors (`PolicyError`, one line).
 """
@@ -13,6 +14,7 @@ import math
 import os
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +32,19 @@ from .budget import (
     MIN_TOOL_RESULT_BUDGET,
     Budget,
 )
+from .claude_code import (
+    CACHE_LIFETIME_MINUTES,
+    CLAUDE_CODE_TOOLS,
+    KEEP_RECENT,
+    PREVIEW_THRESHOLD,
+    FullCompact,
+    LargeResultPreview,
+    Microcompact,
+)
+from .codex import AUTO_COMPACT_SHARE, TOOL_OUTPUT_LIMIT_BYTES, CodexCompact, MiddleTruncate
 from .eager_clear import DEFAULT_EAGER_KEEP, EagerToolOutputClear
 from .history_snip import OldHistorySnip
+from .opencode import OpencodeCompact, OpencodePrune
 from .pipeline import Pipeline
 from .summarize import ExtractiveSummarizer, RecordedSummarizer, Summarizer
 from .tool_budget import PerToolResultBudget
@@ -52,10 +65,26 @@ LAYER_FACTORIES: dict[str, LayerFactory] = {
     "tool_output_clear": lambda p, s: ToolOutputClear(p.compactable_tools),
     "old_history_snip": lambda p, s: OldHistorySnip(),
     "auto_compact": lambda p, s: AutoCompact(s),
+    # Claude Code
+    "large_result_preview": lambda p, s: LargeResultPreview(),
+    "microcompact": lambda p, s: Microcompact(p.compactable_tools, idle_gap_minutes=p.idle_gap_minutes),
+    "full_compact": lambda p, s: FullCompact(s),
+    # opencode
+    "opencode_prune": lambda p, s: OpencodePrune(),
+    "opencode_compact": lambda p, s: OpencodeCompact(s),
+    # Codex
+    "middle_truncate": lambda p, s: MiddleTruncate(),
+    "codex_compact": lambda p, s: CodexCompact(s),
 }
 """Layer name -> factory. Harness presets that need layers of their own register them here."""
 
+SUMMARIZING_LAYERS = frozenset({"auto_compact", "full_compact", "opencode_compact", "codex_compact"})
+"""Layers that need a summarizer (off without one)."""
+
 SUMMARIZER_NAMES = ("extractive", "recorded", "model")
+
+TRIGGER_ESTIMATORS = ("heuristic", "claude_code", "opencode", "codex")
+"""The harness estimators a policy may name for its trigger decisions (`inspector.tokens.harness`)."""
 
 
 def normalize_name(name: str) -> str:
@@ -69,6 +98,11 @@ class Policy(BaseModel):
     `layers` are names from `LAYER_FACTORIES`, in order. `summarizer` names the auto-compact
     summarizer ("extractive", "recorded", "model") or is None (auto compact off). `results_kept`
     and `groups_kept` override the window-derived counts; `blocking_buffer` sets a blocking line.
+    Harness parameters: `trigger_estimator` names the estimator the harness makes its trigger
+    decisions with (`inspector.tokens.harness`: heuristic, claude_code, opencode, codex);
+    `max_output` caps the output reserve (reserve = min(output_reserve, max_output));
+    `trigger_ratio` puts the trigger at that share of the window instead (Codex: 0.9);
+    `idle_gap_minutes` is microcompact's time trigger (None: off).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -86,6 +120,39 @@ class Policy(BaseModel):
     safety_buffer: int = DEFAULT_SAFETY_BUFFER
     target_ratio: float = DEFAULT_TARGET_RATIO
     blocking_buffer: int | None = None
+    trigger_estimator: str = "heuristic"
+    max_output: int | None = None
+    trigger_ratio: float | None = None
+    idle_gap_minutes: float | None = None
+
+    @field_validator("trigger_estimator")
+    @classmethod
+    def _known_estimator(cls, name: str) -> str:
+        key = normalize_name(name)
+        if key not in TRIGGER_ESTIMATORS:
+            raise ValueError(f"unknown trigger estimator {name!r} (known: {', '.join(TRIGGER_ESTIMATORS)})")
+        return key
+
+    @field_validator("max_output")
+    @classmethod
+    def _positive_output(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError("must be >= 1")
+        return value
+
+    @field_validator("trigger_ratio")
+    @classmethod
+    def _trigger_ratio(cls, value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and 0 < value <= 1):
+            raise ValueError("must be between 0 (exclusive) and 1")
+        return value
+
+    @field_validator("idle_gap_minutes")
+    @classmethod
+    def _idle_gap(cls, value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ValueError("must be > 0 (or omitted: no time trigger)")
+        return value
 
     @field_validator("layers")
     @classmethod
@@ -140,11 +207,23 @@ class Policy(BaseModel):
         return value
 
     def budget(self, window: int | None) -> Budget:
-        """Every threshold for `window` (None: unknown) under this policy."""
+        """Every threshold for `window` (None: unknown) under this policy.
+
+        The output reserve is min(output_reserve, max_output). With `trigger_ratio`, the trigger is
+        floor(window * ratio) and the safety buffer is what lies between it and the reserve.
+        """
+        reserve = (
+            self.output_reserve if self.max_output is None else min(self.output_reserve, self.max_output)
+        )
+        buffer = self.safety_buffer
+        if self.trigger_ratio is not None and window is not None and window > 0:
+            trigger = max(2, math.floor(Fraction(str(self.trigger_ratio)) * window))
+            reserve = max(0, min(reserve, window - trigger))
+            buffer = max(0, window - reserve - trigger)
         return Budget.for_window(
             window,
-            output_reserve=self.output_reserve,
-            safety_buffer=self.safety_buffer,
+            output_reserve=reserve,
+            safety_buffer=buffer,
             target_ratio=self.target_ratio,
             tool_result_budget=self.tool_result_budget,
             groups_kept=self.groups_kept,
@@ -170,7 +249,7 @@ class Policy(BaseModel):
         `summarizer` overrides the one the policy names; `messages` (the transcript's messages, in
         order) feed the "recorded" summarizer.
         """
-        needs_summary = "auto_compact" in self.layers
+        needs_summary = any(name in SUMMARIZING_LAYERS for name in self.layers)
         chosen = (
             summarizer
             if summarizer is not None
@@ -192,6 +271,99 @@ NO_HISTORY_COMPACTION = Policy(
     summarizer=None,
 )
 
+CLAUDE_CODE = Policy(
+    name="claude-code",
+    description=(
+        "Claude Code: tool results over 50,000 chars become a 2 KB preview; microcompact keeps the 5 "
+        "most recent Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write results (under pressure, or "
+        "after a 60-min idle gap); auto compact at effective - 13,000 (167,000 for 200k) restores up "
+        "to 5 read files; blocking at effective - 3,000."
+    ),
+    layers=("large_result_preview", "microcompact", "full_compact"),
+    tool_result_budget=PREVIEW_THRESHOLD,
+    compactable_tools=CLAUDE_CODE_TOOLS,
+    results_kept=KEEP_RECENT,
+    summarizer="recorded",
+    output_reserve=DEFAULT_OUTPUT_RESERVE,  # COMPACT_MAX_OUTPUT_TOKENS: min(max output, 20,000)
+    safety_buffer=DEFAULT_SAFETY_BUFFER,  # AUTOCOMPACT_BUFFER_TOKENS
+    blocking_buffer=3_000,  # MANUAL_COMPACT_BUFFER_TOKENS
+    idle_gap_minutes=CACHE_LIFETIME_MINUTES,
+    trigger_estimator="claude_code",
+)
+"""Claude Code (`services/compact/autoCompact.ts`, `microCompact.ts`; notes/claude-code-transcripts.md
+§2.4, §4, §7.2; seeds/001):
+
+- effective window = window - min(max output, 20,000) (`COMPACT_MAX_OUTPUT_TOKENS`): the output
+  reserve, 20,000 for every current Claude model (set `max_output` for a smaller one);
+- auto compact at effective - 13,000 (`AUTOCOMPACT_BUFFER_TOKENS`): 167,000 for 200,000;
+- blocking limit at effective - 3,000 (`MANUAL_COMPACT_BUFFER_TOKENS`): 177,000 for 200,000;
+- tool results over 50,000 characters become a `<persisted-output>` 2 KB preview;
+- microcompact: Read, Bash, Grep, Glob, WebSearch, WebFetch, Edit, Write (`COMPACTABLE_TOOLS`),
+  keeping the 5 most recent (`keepRecent`), under pressure or after an idle gap longer than the
+  prompt-cache lifetime (60 minutes);
+- after compaction up to 5 recently read files are restored, 5,000 tokens each, 50,000 in all;
+  the circuit breaker opens after 3 consecutive failures;
+- trigger decisions use Claude Code's own figure: the last report + that response's output +
+  characters/4 of what came after it (`tokenCountWithEstimation`), `>=` the threshold;
+- the summary is the one the transcript recorded where there is one (else extractive).
+"""
+
+OPENCODE = Policy(
+    name="opencode",
+    description=(
+        "opencode: prune clears tool output beyond the newest 40,000 tokens (skipping the last 2 user "
+        "turns and `skill` output) when more than 20,000 would be freed; on overflow (tokens >= "
+        "context - min(20,000, max output)) it summarizes all but a tail of recent turns."
+    ),
+    layers=("opencode_prune", "opencode_compact"),
+    summarizer="recorded",
+    output_reserve=DEFAULT_OUTPUT_RESERVE,  # COMPACTION_BUFFER: reserved = min(20,000, max output)
+    safety_buffer=0,
+    trigger_estimator="opencode",
+)
+"""opencode (`packages/opencode/src/session/compaction.ts`, `overflow.ts`; notes/opencode-codex.md
+§A2-§A4; seeds/002):
+
+- overflow when tokens >= usable = context - reserved, reserved = min(`COMPACTION_BUFFER` 20,000,
+  max output): the trigger is window - 20,000 (180,000 for 200,000; set `max_output` for a
+  model whose output limit is smaller);
+- prune (`PRUNE_MINIMUM` 20,000, `PRUNE_PROTECT` 40,000, `PRUNE_PROTECTED_TOOLS` ["skill"]) walks
+  newest to oldest, skips the last 2 user turns, protects the newest 40,000 tokens of tool
+  output, clears only when more than 20,000 would be freed; cleared output reads
+  `[Old tool result content cleared]`;
+- compaction keeps a tail of at most 2 recent turns within clamp(usable * 0.25, 2,000, 15,000)
+  tokens and summarizes the rest;
+- sizes inside its layers are `Token.estimate` (characters / 4); trigger decisions use the last
+  step's reported tokens (input + output + cache), `>=` usable.
+"""
+
+CODEX = Policy(
+    name="codex",
+    description=(
+        "Codex: tool output truncated to 10,000 bytes from the middle; auto compaction at 90% of the "
+        "window keeps the recent user messages (up to 20,000 tokens) plus one summary message."
+    ),
+    layers=("middle_truncate", "codex_compact"),
+    tool_result_budget=TOOL_OUTPUT_LIMIT_BYTES,
+    summarizer="recorded",
+    output_reserve=0,
+    safety_buffer=0,
+    trigger_ratio=AUTO_COMPACT_SHARE,
+    trigger_estimator="codex",
+)
+"""Codex CLI (`codex-rs/core/src/compact.rs`, `truncate.rs`, `model_family.rs`; notes/opencode-codex.md
+§B3-§B4):
+
+- auto compaction at `context_window * 9 / 10` (the trigger is 90% of the window given; a rollout
+  states 95% of the model's window as `model_context_window`, so for Codex's own line pass
+  `inspector.tokens.harness.harness_window(transcript)`, 272,000 for a 258,400 rollout);
+- tool output truncated to `TruncationPolicy::Bytes(10_000)` from the middle (`tool_result_budget`);
+- the compacted history is the recent real user messages, newest first up to
+  `COMPACT_USER_MESSAGE_MAX_TOKENS` 20,000 (bytes / 4), then one summary message with
+  `SUMMARY_PREFIX`;
+- trigger decisions use `last_token_usage.total_tokens` + bytes/4 of what came after it, `>=`.
+"""
+
 PRESETS: dict[str, Policy] = {}
 """Normalized name -> preset. Harness presets (claude-code, opencode, codex) register here."""
 PRESET_ALIASES: dict[str, str] = {}
@@ -208,6 +380,24 @@ def register_preset(policy: Policy, aliases: Iterable[str] = ()) -> None:
 
 register_preset(OPENCOLLAB, aliases=("default",))
 register_preset(NO_HISTORY_COMPACTION)
+register_preset(CLAUDE_CODE, aliases=("claude",))
+register_preset(OPENCODE)
+register_preset(CODEX)
+
+PRESET_FOR_FORMAT: dict[str, str] = {
+    "claude-code": "claude-code",
+    "codex": "codex",
+    "opencode": "opencode",
+    "opencollab": "opencollab",
+    "generic": "opencollab",
+}
+"""`Transcript.format` -> the preset of the harness that wrote it (the replay's default policy).
+Formats not listed (and generic chat transcripts) get opencollab."""
+
+
+def preset_for_format(transcript_format: str | None) -> Policy:
+    """The preset of the harness that writes `transcript_format` (opencollab when unknown)."""
+    return preset(PRESET_FOR_FORMAT.get(transcript_format or "", "opencollab"))
 
 
 def preset(name: str) -> Policy:
