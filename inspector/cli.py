@@ -33,7 +33,12 @@ def _positive_int(text: str) -> int:
 
 
 def _add_shaping_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--policy", default=None, help="policy preset name or TOML file (default: opencollab)")
+    p.add_argument(
+        "--policy",
+        default=None,
+        help="preset (claude-code, opencode, codex, opencollab, no_history_compaction) or a TOML file; "
+        "default: the preset of the harness that wrote the transcript",
+    )
     p.add_argument(
         "--window",
         type=_positive_int,
@@ -76,6 +81,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--json", action="store_true", help="print the JSON report (a stable schema)")
     r.add_argument(
         "--step", type=_positive_int, default=None, help="also run the pipeline at request K (1-based)"
+    )
+    r.add_argument(
+        "--compare",
+        default=None,
+        metavar="POLICY",
+        help="with --step: the same request under a second policy",
     )
     _add_shaping_options(r)
 
@@ -120,7 +131,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     transcript = _load(args.path)
     replay = Replay.open(transcript, policy=args.policy, window=args.window)
-    report = replay.report(step=args.step)
+    report = replay.report(step=args.step, compare_with=args.compare)
     if args.json:
         sys.stdout.write(report.model_dump_json(indent=2) + "\n")
     else:

@@ -57,7 +57,9 @@ def test_report_budget_follows_window(
 
 def test_report_step_layers(capsys: pytest.CaptureFixture[str]) -> None:
     path = corpus_file(FA812.relative_to(CORPUS).as_posix())
-    r = _json(capsys, "report", str(path), "--json", "--window", "100000", "--step", "120")
+    r = _json(
+        capsys, "report", str(path), "--json", "--window", "100000", "--step", "120", "--policy", "opencollab"
+    )
     layers = r["layers"]
     assert [layer["name"] for layer in layers] == [
         "per_tool_budget",
@@ -79,7 +81,7 @@ def test_report_step_layers(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_report_text_shows_the_facts(capsys: pytest.CaptureFixture[str]) -> None:
     path = corpus_file("claude-code/fasthooks-manual-compact.jsonl")
-    assert main(["report", str(path), "--step", "12"]) == 0
+    assert main(["report", str(path), "--step", "12", "--policy", "opencollab"]) == 0
     out = capsys.readouterr().out
     assert "claude-code" in out and "manual" in out and "21,558" in out
     assert "Pipeline at request 12" in out and "per-tool budget" in out
@@ -87,15 +89,32 @@ def test_report_text_shows_the_facts(capsys: pytest.CaptureFixture[str]) -> None
 
 def test_explain_names_layer_and_numbers(capsys: pytest.CaptureFixture[str]) -> None:
     path = corpus_file(FA812.relative_to(CORPUS).as_posix())
-    r = _json(capsys, "report", str(path), "--json", "--window", "100000", "--step", "120")
+    r = _json(
+        capsys, "report", str(path), "--json", "--window", "100000", "--step", "120", "--policy", "opencollab"
+    )
     assert r["layers"][1]["cleared"] > 0
     from inspector.formats import load
     from inspector.replay import Replay
 
-    replay = Replay.open(load(path), window=100000)
+    replay = Replay.open(load(path), policy="opencollab", window=100000)
     step = replay.step(120)
     cleared = next(d for d in step.result.decisions if d.action.value == "cleared")
-    assert main(["explain", str(path), cleared.message_id, "--step", "120", "--window", "100000"]) == 0
+    assert (
+        main(
+            [
+                "explain",
+                str(path),
+                cleared.message_id,
+                "--step",
+                "120",
+                "--window",
+                "100000",
+                "--policy",
+                "opencollab",
+            ]
+        )
+        == 0
+    )
     sentence = capsys.readouterr().out.strip()
     assert sentence.startswith("request 120: cleared by tool output clear")
     assert "trigger 67,000" in sentence and "only 5 kept" in sentence
@@ -174,7 +193,7 @@ def test_sessions_lists_discovered_sessions_newest_first(
 
 def test_findings_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     path = corpus_file(FA812.relative_to(CORPUS).as_posix())
-    assert main(["findings", str(path), "--json", "--window", "100000"]) == 1
+    assert main(["findings", str(path), "--json", "--window", "100000", "--policy", "opencollab"]) == 1
     found = json.loads(capsys.readouterr().out)
     reread = [f for f in found if f["kind"] == "reread"]
     assert [f["request"] for f in reread] == [74]
@@ -185,3 +204,57 @@ def test_findings_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> Non
     out = capsys.readouterr().out
     assert "closest approach to the window: request 126 held 166,874 of 200,000" in out
     assert main(["findings", str(path), "--check", "nope"]) == 2
+
+
+def test_report_defaults_to_the_harness_policy_with_fidelity(capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file(FA812.relative_to(CORPUS).as_posix())
+    r = _json(capsys, "report", str(path), "--json")
+    assert r["budget"]["policy"] == "claude-code" and r["budget"]["blocking"] == 177000
+    f = r["fidelity"]
+    assert (f["matches"], f["misses"]) == (1, 0)
+    event = f["events"][0]
+    assert (event["recorded_after_request"], event["simulated_after_request"], event["harness_estimate"]) == (
+        126,
+        126,
+        167117,
+    )
+    assert r["requests"][125]["harness_estimate"] == 166742  # under 167,000: no compaction one request early
+    manual = _json(
+        capsys, "report", str(corpus_file("claude-code/fasthooks-manual-compact.jsonl")), "--json"
+    )["fidelity"]
+    assert (manual["matches"], manual["misses"]) == (0, 0)
+    assert [(e["trigger"], e["counted"]) for e in manual["events"]] == [("manual", False)]
+
+
+def test_report_compare_two_policies(capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file(FA812.relative_to(CORPUS).as_posix())
+    r = _json(
+        capsys,
+        "report",
+        str(path),
+        "--json",
+        "--step",
+        "120",
+        "--window",
+        "100000",
+        "--compare",
+        "opencollab",
+    )
+    c = r["compare"]
+    assert c["a"]["policy"] == "claude-code" and c["b"]["policy"] == "opencollab"
+    assert c["a"]["sent_tokens"] == r["layers"][-1]["tokens_after"]
+    assert c["a"]["sent_tokens"] != c["b"]["sent_tokens"]
+    assert main(["report", str(path), "--compare", "opencollab"]) == 2
+    assert "--compare needs --step" in capsys.readouterr().err
+
+
+def test_codex_window_is_stated_and_derived(capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file("codex/lazyagents-codex-0.158.0-rollout.jsonl")
+    b = _json(capsys, "report", str(path), "--json")["budget"]
+    assert (b["policy"], b["window_stated"], b["window"], b["window_source"]) == (
+        "codex",
+        258400,
+        272000,
+        "transcript",
+    )
+    assert b["trigger"] == 244800  # 90% of the window

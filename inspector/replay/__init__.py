@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from inspector.model import Message, RecordedEvent, Request, Transcript
 from inspector.report.summary import BudgetRow, LayerRow, Report, build_report, resolve_window
 from inspector.shaping import Budget, Policy, PolicyError, ShapeResult, explain, load_policy
+from inspector.shaping.policy import preset_for_format
 from inspector.tokens import Estimator, get_estimator
 from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator, Calibration, overhead_message
 
@@ -51,11 +52,14 @@ class Step:
         return self.result.final
 
 
-def _policy(policy: str | Policy | None) -> Policy:
+def _policy(policy: str | Policy | None, transcript: Transcript | None = None) -> Policy:
+    """The named policy; by default the preset of the harness that wrote the transcript."""
     if isinstance(policy, Policy):
         return policy
+    if policy is None:
+        return preset_for_format(transcript.format if transcript is not None else None)
     try:
-        return load_policy(policy or DEFAULT_POLICY)
+        return load_policy(policy)
     except PolicyError:
         raise
     except OSError as exc:
@@ -94,7 +98,7 @@ class Replay:
         estimator: str = "heuristic",
         mode: str = "delta",
     ) -> Replay:
-        chosen = _policy(policy)
+        chosen = _policy(policy, transcript)
         win, source = resolve_window(transcript, window)
         est = get_estimator(estimator)
         calibration = Calibration(transcript, est, mode=mode)  # type: ignore[arg-type]
@@ -102,7 +106,7 @@ class Replay:
 
     def with_settings(self, policy: str | Policy | None = None, window: int | None = None) -> Replay:
         """The same transcript and calibration under another policy and/or window."""
-        chosen = _policy(policy) if policy is not None else self.policy
+        chosen = _policy(policy, self.transcript) if policy is not None else self.policy
         if window is None:
             win, source = self.window, self.window_source
         else:
@@ -222,6 +226,7 @@ class Replay:
             policy=self.policy.name,
             window=b.window,
             window_source=self.window_source,
+            window_stated=self.transcript.window,
             output_reserve=b.output_reserve,
             safety_buffer=b.safety_buffer,
             trigger=b.trigger,
@@ -231,14 +236,26 @@ class Replay:
             blocking=b.blocking,
         )
 
-    def report(self, step: int | None = None) -> Report:
+    def harness_estimates(self) -> list[int]:
+        """What the policy's harness estimated before each request (index 0 is request 1)."""
+        from inspector.tokens.harness import harness_estimates
+
+        return [e.tokens for e in harness_estimates(self.transcript, self.policy)]
+
+    def report(self, step: int | None = None, compare_with: str | Policy | None = None) -> Report:
+        from inspector.replay.fidelity import fidelity
+
         report = build_report(self.transcript, self.budget_row())
         spend = self.calibration.spend
+        harness = self.harness_estimates()
         for row, k in zip(report.requests, range(1, len(self) + 1), strict=True):
             if row.context_tokens is None:
                 row.context_tokens = self.calibration.context(k)
                 row.estimated = True
             row.cumulative_tokens = spend[k - 1]
+            row.harness_estimate = harness[k - 1]
+        if len(self):
+            report.fidelity = fidelity(self).model_dump(mode="json")
         if report.requests:
             report.cumulative_tokens = report.requests[-1].cumulative_tokens
         if step is not None:
@@ -259,6 +276,12 @@ class Replay:
                 )
                 for layer in s.result.layers
             ]
+            if compare_with is not None:
+                from inspector.replay.compare import compare
+
+                report.compare = compare(self, self.with_settings(compare_with), step).model_dump(mode="json")
+        elif compare_with is not None:
+            raise ReplayError("--compare needs --step K: the request at which to compare the two policies")
         return report
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -23,6 +24,9 @@ class RequestRow(BaseModel):
     output_tokens: int | None
     cumulative_tokens: int = Field(
         description="tokens spent so far (input + output of every request), across compactions"
+    )
+    harness_estimate: int | None = Field(
+        default=None, description="what the harness itself would have estimated before sending this request"
     )
     segment: int = Field(description="ledger segment (0 before the first compaction)")
     ledger_messages: int = Field(description="messages in the ledger when the request was made")
@@ -82,6 +86,9 @@ class BudgetRow(BaseModel):
     policy: str
     window: int | None
     window_source: str = Field(description="--window, transcript, model, or unknown")
+    window_stated: int | None = Field(
+        default=None, description="the window as the transcript states it (Codex: 95% of the model's window)"
+    )
     output_reserve: int
     safety_buffer: int
     trigger: int
@@ -128,16 +135,29 @@ class Report(BaseModel):
     skipped: dict[str, int]
     load_issues: list[IssueRow]
     budget: BudgetRow
+    fidelity: dict[str, Any] | None = Field(
+        default=None, description="each recorded harness event beside the request where the policy would act"
+    )
     step: int | None = None
     layers: list[LayerRow] | None = None
+    compare: dict[str, Any] | None = Field(
+        default=None, description="with --compare: two policies at the step"
+    )
 
 
 def resolve_window(transcript: Transcript, window: int | None) -> tuple[int | None, str]:
-    """The window to shape against, and where it came from."""
+    """The window to shape against, and where it came from.
+
+    A transcript that states its window wins over the model's; Codex states 95% of it
+    (`harness_window` gives the window itself: 258,400 stated -> 272,000).
+    """
+    from inspector.tokens.harness import harness_window
+
     if window is not None:
         return window, "--window"
-    if transcript.window is not None:
-        return transcript.window, "transcript"
+    stated = harness_window(transcript)
+    if stated is not None:
+        return stated, "transcript"
     observed = max((r.usage.context for r in transcript.requests if r.usage), default=0)
     found = model_window(transcript.model, observed)
     return (found, "model") if found is not None else (None, "unknown")
