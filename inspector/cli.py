@@ -8,12 +8,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from inspector import __version__
 from inspector.formats import LoaderError, load
 from inspector.model import Transcript
 from inspector.replay import ReplayError
 from inspector.shaping import PolicyError
+
+if TYPE_CHECKING:
+    from sample_sessions import SampleInfo
 
 EXIT_USAGE = 2
 
@@ -150,22 +154,24 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def _sample_path(name: str) -> tuple[str, int | None]:
-    from sample_sessions import SAMPLES, sample_path
+def _sample(name: str) -> SampleInfo:
+    from sample_sessions import SAMPLES
 
     try:
-        return str(sample_path(name)), SAMPLES[name].window
+        return SAMPLES[name]
     except KeyError:
-        raise UserError(
-            f"no bundled sample named {name!r}; there are: {', '.join(sorted(SAMPLES))}"
-        ) from None
+        raise UserError(f"no bundled sample named {name!r}; there are: {', '.join(sorted(SAMPLES))}") from None
 
 
 def _cmd_open(args: argparse.Namespace) -> int:
-    window = args.window
+    policy, window = args.policy, args.window
     if args.sample is not None:
-        path, sample_window = _sample_path(args.sample)
-        window = window or sample_window
+        from sample_sessions import SAMPLES_DIR
+
+        info = _sample(args.sample)
+        path = str(SAMPLES_DIR / info.file)
+        policy = policy or info.policy
+        window = window or info.window
     elif args.path is not None:
         path = args.path
     else:
@@ -173,7 +179,7 @@ def _cmd_open(args: argparse.Namespace) -> int:
     transcript = _load(path)
     from inspector.tui import run_app
 
-    run_app(transcript, policy=args.policy, window=window)
+    run_app(transcript, policy=policy, window=window)
     return 0
 
 

@@ -132,8 +132,9 @@ def test_fidelity_from_a_replay_or_a_transcript(fa812: Transcript) -> None:
 def test_codex_is_judged_against_its_own_line() -> None:
     t = load(corpus("codex/lazyagents-codex-0.158.0-rollout.jsonl"))
     replay = Replay.open(t, "codex")
-    assert (replay.window, replay.budget.trigger) == (258_400, 232_560)
-    # the rollout states 95% of the model's window; Codex compacts at 90% of the model's window
+    # the rollout states 95% of the model's window (258,400); the replay shapes against the window
+    # itself, and Codex compacts at 90% of it
+    assert (t.window, replay.window, replay.budget.trigger) == (258_400, 272_000, 244_800)
     for f in (fidelity(t), fidelity(replay)):
         assert (f.policy, f.window, f.trigger) == ("codex", 272_000, 244_800)
         assert f.events == [] and (f.matches, f.misses) == (0, 0)

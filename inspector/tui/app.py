@@ -1,0 +1,729 @@
+"""The app: one main screen (gauge, sparkline, pipeline columns, side panes), modals, workers.
+
+Workers (threads) load and shape; they post messages; the screen's message handlers hand the
+results to the widgets. Widgets never shape. Every access to the Replay goes through one lock,
+because the background scan and the request being viewed share its step cache.
+
+Every `@work` here names its `description`: without one Textual builds it from `repr()` of the
+arguments, which for a StepView of 100,000 messages takes over a minute on the UI thread.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from functools import partial
+from typing import ClassVar, Literal
+
+from textual import getters, on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.containers import Horizontal, Vertical
+from textual.reactive import var
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Input
+from textual.worker import get_current_worker
+
+from inspector.model import Transcript
+from inspector.replay import Replay, ReplayError
+from inspector.shaping import PRESETS, Policy, PolicyError
+from inspector.tui.messages import DetailReady, LoadFailed, ReplayReady, ScanProgress, SearchDone, StepReady
+from inspector.tui.screens import HelpScreen, MessageScreen, PolicyScreen, PromptScreen
+from inspector.tui.viewmodel import (
+    SIMULATED_COMPACTION_LAYERS,
+    SessionView,
+    StepView,
+    build_detail,
+    build_step_view,
+    is_event,
+    parse_window,
+    recorded_compactions,
+    searchable_text,
+    tokens,
+)
+from inspector.tui.widgets.columns import LedgerColumns
+from inspector.tui.widgets.gauge import PressureGauge
+from inspector.tui.widgets.side import MessageDetail, PinnedSources
+from inspector.tui.widgets.sparkline import ContextSparkline
+
+Start = Literal["first", "last"] | int
+SCAN_POST_INTERVAL = 0.25
+"""Seconds between progress messages of the background scan."""
+SCAN_MIN_REST = 0.0005
+SCAN_MAX_REST = 0.25
+"""The scan rests after each request as long as it worked on it, within these bounds (seconds)."""
+DETAIL_DELAY = 0.06
+"""Seconds the cursor must rest on a row before its detail is computed (holding a key down
+spawns no work)."""
+
+COMMANDS: list[tuple[str, str, str]] = [
+    ("Next request", "Step to the next request", "next_request"),
+    ("Previous request", "Step to the previous request", "previous_request"),
+    ("Next event", "Next request where a layer starts firing or a compaction was recorded", "next_event"),
+    (
+        "Previous event",
+        "Previous request where a layer starts firing or a compaction was recorded",
+        "previous_event",
+    ),
+    ("Go to request…", "Jump to a request by number", "goto"),
+    ("First request", "Jump to request 1", "first_request"),
+    ("Last request", "Jump to the newest request", "last_request"),
+    ("Follow newest request", "Toggle following the newest request", "toggle_follow"),
+    ("Search messages…", "Find the next message containing a text, in this ledger", "search"),
+    ("Choose policy…", "Replay under another policy preset", "choose_policy"),
+    ("Set window…", "Replay with another context window", "set_window"),
+    ("Open message", "Show the selected message full screen", "open_message"),
+    ("Help", "Keys, and what the columns mean", "help"),
+]
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a step of a big ledger is built (it allocates
+    hundreds of thousands of small objects, and collections triggered by them double the time)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class Waiting:
+    """A thread-safe count of threads waiting for something, used as a context manager."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._count -= 1
+
+    @property
+    def busy(self) -> bool:
+        return self._count > 0
+
+
+class InspectorCommands(Provider):
+    """Every key's action, in the command palette."""
+
+    def _commands(self) -> Iterable[tuple[str, str, str]]:
+        yield from COMMANDS
+        for policy in PRESETS.values():
+            yield (f"Policy: {policy.name}", policy.description, f"set_policy('{policy.name}')")
+
+    async def discover(self) -> Hits:
+        screen = self.screen
+        if not isinstance(screen, MainScreen):
+            return
+        for name, help_text, action in COMMANDS:
+            yield DiscoveryHit(name, partial(screen.run_action, action), help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        screen = self.screen
+        if not isinstance(screen, MainScreen):
+            return
+        matcher = self.matcher(query)
+        for name, help_text, action in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), partial(screen.run_action, action), help=help_text)
+
+
+class MainScreen(Screen[None]):
+    """Gauge and sparkline on top, the pipeline columns in the middle, pinned sources and detail beside."""
+
+    AUTO_FOCUS = "#columns"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left_square_bracket", "previous_request", "Prev req", tooltip="Previous request"),
+        Binding("right_square_bracket", "next_request", "Next req", tooltip="Next request"),
+        Binding(
+            "n",
+            "next_event",
+            "Next event",
+            tooltip="Next request where a layer starts firing or a compaction was recorded",
+        ),
+        Binding("N", "previous_event", "Prev event", tooltip="Previous such request"),
+        Binding("g", "goto", "Go to", tooltip="Go to a request by number"),
+        Binding("f", "toggle_follow", "Follow", tooltip="Follow the newest request"),
+        Binding("slash", "search", "Search", tooltip="Find a message containing a text"),
+        Binding("p", "choose_policy", "Policy", tooltip="Choose the policy"),
+        Binding("w", "set_window", "Window", tooltip="Set the context window"),
+        Binding("enter", "open_message", "Open", show=False),
+        Binding("question_mark", "help", "Help", tooltip="Keys and what the columns mean"),
+        Binding("q", "quit", "Quit"),
+        Binding("escape", "close_search", "Close search", show=False),
+    ]
+
+    following: var[bool] = var(False, init=False)
+
+    gauge = getters.query_one("#gauge", PressureGauge)
+    sparkline = getters.query_one("#sparkline", ContextSparkline)
+    columns = getters.query_one("#columns", LedgerColumns)
+    pinned = getters.query_one("#pinned", PinnedSources)
+    detail = getters.query_one("#detail", MessageDetail)
+    search_input = getters.query_one("#search", Input)
+
+    def __init__(
+        self,
+        transcript: Transcript,
+        policy: str | Policy | None = None,
+        window: int | None = None,
+        start: Start = "last",
+    ) -> None:
+        super().__init__(id="main")
+        self.transcript = transcript
+        self.policy_arg = policy
+        self.window_arg = window
+        self.start = start
+        self.replay: Replay | None = None
+        self.replay_lock = threading.Lock()
+        self.waiting = Waiting()
+        """Steps for the screen waiting for the lock (the background scan steps aside for them)."""
+        self.generation = 0
+        self.request = 0
+        self.view: StepView | None = None
+        self.session: SessionView | None = None
+        self.fired: dict[int, frozenset[str]] = {}
+        self.scanned = 0
+        self.scan_started = -1
+        self.last_query = ""
+        self.pending: int | None = None
+        self.detail_timer: Timer | None = None
+
+    # -- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="top"):
+            yield PressureGauge(id="gauge")
+            yield ContextSparkline(id="sparkline")
+        with Horizontal(id="middle"):
+            yield LedgerColumns(id="columns")
+            with Vertical(id="side"):
+                yield PinnedSources(id="pinned")
+                yield MessageDetail(id="detail")
+        yield Input(placeholder="search this ledger (enter: next match, esc: close)", id="search")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        name = os.path.basename(self.transcript.path) or "transcript"
+        self.gauge.border_title = name
+        n = len(self.transcript.messages)
+        self.gauge.status = (
+            f"loading {name}: calibrating {n:,} messages over {len(self.transcript.requests):,} requests…"
+        )
+        self.sparkline.border_title = "context per request"
+        self.sparkline.border_subtitle = "▲ now ◆ recorded • simulated"
+        self.pinned.border_title = "pinned sources"
+        self.detail.border_title = "message"
+        self.columns.border_title = "pipeline"
+        self.search_input.cursor_blink = False
+        self.load_replay(self.generation)
+
+    # -- workers ------------------------------------------------------------------------------
+    @work(
+        thread=True,
+        exclusive=True,
+        group="load",
+        exit_on_error=False,
+        description="load and calibrate the transcript",
+    )
+    def load_replay(self, generation: int) -> None:
+        try:
+            with self.replay_lock:
+                replay = Replay.open(self.transcript, policy=self.policy_arg, window=self.window_arg)
+                contexts = tuple(replay.contexts())
+        except (PolicyError, ReplayError, OSError, ValueError) as exc:
+            self.post_message(LoadFailed(str(exc), generation))
+            return
+        session = SessionView(contexts=contexts, recorded=recorded_compactions(self.transcript.events))
+        self.post_message(ReplayReady(replay, session, generation))
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="load",
+        exit_on_error=False,
+        description="replay under another policy or window",
+    )
+    def reshape(self, replay: Replay, policy: str | None, window: int | None, generation: int) -> None:
+        try:
+            with self.replay_lock:
+                new = replay.with_settings(policy=policy, window=window)
+        except (PolicyError, ValueError) as exc:
+            self.post_message(LoadFailed(str(exc), generation))
+            return
+        assert self.session is not None
+        session = SessionView(contexts=self.session.contexts, recorded=self.session.recorded)
+        self.post_message(ReplayReady(new, session, generation))
+
+    @work(thread=True, exclusive=True, group="step", exit_on_error=False, description="shape one request")
+    def compute_step(self, replay: Replay, k: int, generation: int, keep: str | None) -> None:
+        with paused_gc():
+            try:
+                with self.waiting:
+                    self.replay_lock.acquire()
+                try:
+                    step = replay.step(k)
+                    events = replay.events_at(k - 1)
+                finally:
+                    self.replay_lock.release()
+            except ReplayError as exc:
+                self.post_message(LoadFailed(str(exc), generation))
+                return
+            view = build_step_view(
+                index=k,
+                total=len(replay),
+                policy=replay.policy.name,
+                window=replay.window,
+                window_source=replay.window_source,
+                ledger=step.ledger,
+                weights=step.weights,
+                layers=step.result.layers,
+                context=step.context,
+                reported=step.reported,
+                predicted=step.predicted,
+                sent=step.result.sent_tokens,
+                input_tokens=step.result.input_tokens,
+                lines=step.budget.lines(),
+                trigger=step.budget.trigger,
+                target=step.budget.target,
+                events=events,
+                result=step.result,
+            )
+        self.post_message(StepReady(view, generation, keep))
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="scan",
+        exit_on_error=False,
+        description="scan every request for layers firing",
+    )
+    def scan(self, replay: Replay, generation: int) -> None:
+        """Which layers fire at every request (for the sparkline's marks and `n`/`N`); lazily."""
+        worker = get_current_worker()
+        fired: dict[int, frozenset[str]] = {}
+        simulated: set[int] = set()
+        total = len(replay)
+        last = time.monotonic()
+        for k in range(1, total + 1):
+            if worker.is_cancelled:
+                return
+            # The request the user is looking at goes first: wait while it wants the lock.
+            while self.waiting.busy and not worker.is_cancelled:
+                time.sleep(0.01)
+            started = time.perf_counter()
+            with self.replay_lock:
+                names = frozenset(replay.step(k).result.fired)
+            # At most half of one core: a thread that never sleeps keeps the GIL from the UI.
+            time.sleep(min(SCAN_MAX_REST, max(SCAN_MIN_REST, time.perf_counter() - started)))
+            fired[k] = names
+            if names & SIMULATED_COMPACTION_LAYERS:
+                simulated.add(k)
+            now = time.monotonic()
+            if now - last >= SCAN_POST_INTERVAL or k == total:
+                last = now
+                self.post_message(ScanProgress(dict(fired), frozenset(simulated), k, total, generation))
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="detail",
+        exit_on_error=False,
+        description="detail of the selected message",
+    )
+    def compute_detail(self, view: StepView, row: int, generation: int) -> None:
+        """The selected message in detail (needs no lock: it reads the step's own result)."""
+        self.post_message(DetailReady(build_detail(view, row, self.transcript), generation))
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False, description="search the ledger")
+    def run_search(self, view: StepView, query: str, start: int, generation: int) -> None:
+        needle = query.casefold()
+        count = len(view.rows)
+        for i in range(1, count + 1):
+            row = (start + i) % count
+            message = view.message_at(row)
+            if message is not None and needle in searchable_text(message).casefold():
+                self.post_message(SearchDone(query, row, view.index, generation))
+                return
+        self.post_message(SearchDone(query, None, view.index, generation))
+
+    # -- handlers -----------------------------------------------------------------------------
+    @on(ReplayReady)
+    def replay_ready(self, event: ReplayReady) -> None:
+        if event.generation != self.generation:
+            return
+        replay = event.replay
+        self.replay = replay
+        self.session = event.session
+        self.fired = {}
+        self.scanned = 0
+        total = len(replay)
+        if total == 0:
+            self.gauge.status = "this transcript has no requests: nothing was sent to a model"
+            return
+        self.sparkline.show_session(event.session)
+        window = (
+            f"window {tokens(replay.window)} ({replay.window_source})" if replay.window else "window unknown"
+        )
+        name = os.path.basename(self.transcript.path) or "transcript"
+        self.gauge.border_title = f"{name} · policy {replay.policy.name} · {window}"
+        if self.request == 0:
+            if self.start == "first":
+                self.request = 1
+            elif self.start == "last":
+                self.request = total
+            else:
+                self.request = self.start
+        self.request = max(1, min(self.request, total))
+        self.show_request(self.request)
+
+    @on(LoadFailed)
+    def load_failed(self, event: LoadFailed) -> None:
+        if event.generation != self.generation:
+            return
+        if self.view is None:
+            self.gauge.status = f"cannot open: {event.reason}"
+        self.notify(event.reason, title="context-inspector", severity="error")
+
+    @on(StepReady)
+    def step_ready(self, event: StepReady) -> None:
+        if event.generation != self.generation or event.view.index != self.request:
+            return
+        view = event.view
+        self.view = view
+        self.gauge.show(view)
+        self.gauge.border_subtitle = self._gauge_subtitle(view)
+        self.sparkline.set_current(view.index, view.trigger, view.target, view.window)
+        self.pinned.show(view.pinned, view.context)
+        self.pinned.border_subtitle = f"request {view.index}"
+        self.columns.border_title = f"pipeline · {view.policy} · request {view.index}"
+        self.columns.show(view, keep=event.keep)
+        if self.scan_started != self.generation and self.replay is not None:
+            self.scan_started = self.generation
+            self.scan(self.replay, self.generation)
+
+    def _gauge_subtitle(self, view: StepView) -> str:
+        parts: list[str] = []
+        if self.following:
+            parts.append("● following newest")
+        event = view.compaction_before
+        if event is not None:
+            how = f"{event.trigger} " if event.trigger else ""
+            before = f", {tokens(event.pre_tokens)} before" if event.pre_tokens else ""
+            parts.append(
+                f"◆ the harness compacted ({how.strip() or 'recorded'}{before}) right before this request"
+            )
+        if view.predicted is not None and view.reported is not None and view.reported:
+            error = (view.predicted - view.reported) / view.reported
+            parts.append(f"weights before it predicted {tokens(view.predicted)} ({error:+.1%})")
+        return " · ".join(parts)
+
+    @on(ScanProgress)
+    def scan_progress(self, event: ScanProgress) -> None:
+        if event.generation != self.generation or self.session is None:
+            return
+        self.fired = event.fired
+        self.scanned = event.scanned
+        self.session = SessionView(
+            contexts=self.session.contexts,
+            recorded=self.session.recorded,
+            simulated=event.simulated,
+            scanned=event.scanned,
+        )
+        self.sparkline.show_session(self.session)
+        if event.scanned < event.total:
+            self.sparkline.border_subtitle = f"scanning {event.scanned:,}/{event.total:,}…"
+        else:
+            self.sparkline.border_subtitle = "▲ now ◆ recorded • simulated"
+        if self.pending is not None:
+            direction, self.pending = self.pending, None
+            self._jump_event(direction)
+
+    @on(LedgerColumns.CursorMoved)
+    def cursor_moved(self, event: LedgerColumns.CursorMoved) -> None:
+        if self.replay is None or self.view is None:
+            return
+        if self.detail_timer is not None:
+            self.detail_timer.stop()
+        view, row, generation = self.view, event.row, self.generation
+        self.detail_timer = self.set_timer(
+            DETAIL_DELAY, lambda: self.compute_detail(view, row, generation), name="detail"
+        )
+
+    @on(DetailReady)
+    def detail_ready(self, event: DetailReady) -> None:
+        if event.generation != self.generation:
+            return
+        if event.detail is not None and (self.view is None or event.detail.request != self.view.index):
+            return
+        if event.detail is not None and event.detail.row != self.columns.cursor_row:
+            return
+        self.detail.show(event.detail)
+
+    @on(LedgerColumns.Opened)
+    def opened(self, event: LedgerColumns.Opened) -> None:
+        self.action_open_message()
+
+    @on(ContextSparkline.RequestClicked)
+    def sparkline_clicked(self, event: ContextSparkline.RequestClicked) -> None:
+        self.following = False
+        self.go(event.request)
+
+    @on(SearchDone)
+    def search_done(self, event: SearchDone) -> None:
+        if event.generation != self.generation or self.view is None or event.request != self.view.index:
+            return
+        if event.row is None:
+            self.notify(f"no message in this ledger contains {event.query!r}", severity="warning")
+            return
+        self.columns.select_row(event.row)
+
+    @on(Input.Submitted, "#search")
+    def search_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        query = event.value.strip()
+        self.search_input.remove_class("-visible")
+        self.columns.focus()
+        if not query or self.view is None:
+            return
+        self.last_query = query
+        self.run_search(self.view, query, self.columns.cursor_row, self.generation)
+
+    # -- navigation ---------------------------------------------------------------------------
+    @property
+    def total(self) -> int:
+        return len(self.replay) if self.replay is not None else 0
+
+    def go(self, k: int) -> None:
+        """Show request k (clamped to the transcript)."""
+        if self.replay is None or not self.total:
+            return
+        k = max(1, min(k, self.total))
+        self.show_request(k)
+
+    def show_request(self, k: int) -> None:
+        assert self.replay is not None
+        self.request = k
+        keep = None
+        if self.view is not None:
+            message = self.view.message_at(self.columns.cursor_row)
+            keep = message.id if message is not None else None
+        self.gauge.border_subtitle = f"shaping request {k}…"
+        self.compute_step(self.replay, k, self.generation, keep)
+
+    def action_next_request(self) -> None:
+        self.following = False
+        self.go(self.request + 1)
+
+    def action_previous_request(self) -> None:
+        self.following = False
+        self.go(self.request - 1)
+
+    def action_first_request(self) -> None:
+        self.following = False
+        self.go(1)
+
+    def action_last_request(self) -> None:
+        self.go(self.total)
+
+    def _jump_event(self, direction: int) -> None:
+        if self.session is None:
+            return
+        recorded = self.session.recorded
+        k = self.request + direction
+        while 1 <= k <= self.total:
+            if k > self.scanned and (k - 1) not in recorded:
+                # Not scanned yet: wait for the scan to get there.
+                self.pending = direction
+                self.notify(f"scanning requests ({self.scanned:,}/{self.total:,})…", timeout=2)
+                return
+            if is_event(k, self.fired, recorded):
+                self.go(k)
+                return
+            k += direction
+        self.notify("no further request where a layer starts firing or a compaction was recorded", timeout=3)
+
+    def action_next_event(self) -> None:
+        self.following = False
+        self._jump_event(1)
+
+    def action_previous_event(self) -> None:
+        self.following = False
+        self._jump_event(-1)
+
+    def action_goto(self) -> None:
+        if not self.total:
+            return
+        total = self.total
+
+        def check(value: str) -> str | None:
+            if not value.isdigit() or not 1 <= int(value) <= total:
+                return f"give a request number from 1 to {total:,}"
+            return None
+
+        def done(value: str | None) -> None:
+            if value:
+                self.following = False
+                self.go(int(value))
+
+        self.app.push_screen(
+            PromptScreen(
+                f"Go to request (1–{total:,})",
+                placeholder=str(self.request),
+                hint="enter goes · esc cancels",
+                check=check,
+                input_type="integer",
+                id="goto",
+            ),
+            done,
+        )
+
+    def watch_following(self, following: bool) -> None:
+        self.gauge.set_class(following, "-following")
+        if following:
+            self.go(self.total)
+        if self.view is not None:
+            self.gauge.border_subtitle = self._gauge_subtitle(self.view)
+
+    def action_toggle_follow(self) -> None:
+        self.following = not self.following
+
+    def transcript_grew(self) -> None:
+        """The transcript has new requests (live following): stay on the newest when following."""
+        if self.following:
+            self.go(self.total)
+
+    def action_search(self) -> None:
+        search = self.search_input
+        search.add_class("-visible")
+        if self.last_query and not search.value:
+            search.value = self.last_query
+        search.focus()
+
+    def action_close_search(self) -> None:
+        if self.search_input.has_class("-visible"):
+            self.search_input.remove_class("-visible")
+            self.columns.focus()
+
+    def action_choose_policy(self) -> None:
+        if self.replay is None:
+            return
+        presets = [(p.name, p.description) for p in PRESETS.values()]
+
+        def done(name: str | None) -> None:
+            if name:
+                self.action_set_policy(name)
+
+        self.app.push_screen(PolicyScreen(presets, self.replay.policy.name), done)
+
+    def action_set_policy(self, name: str) -> None:
+        if self.replay is None or name == self.replay.policy.name:
+            return
+        self.generation += 1
+        self.gauge.border_subtitle = f"replaying under policy {name}…"
+        self.reshape(self.replay, name, None, self.generation)
+
+    def action_set_window(self) -> None:
+        if self.replay is None:
+            return
+
+        def check(value: str) -> str | None:
+            return None if parse_window(value) else "give a window in tokens, e.g. 100000, 100k or 1m"
+
+        def done(value: str | None) -> None:
+            window = parse_window(value) if value else None
+            if window is not None:
+                self.apply_window(window)
+
+        current = self.replay.window
+        self.app.push_screen(
+            PromptScreen(
+                "Context window (tokens)",
+                placeholder=f"{current:,}" if current else "e.g. 200000",
+                hint="e.g. 100000, 100k, 1m · enter applies · esc cancels",
+                check=check,
+                id="window",
+            ),
+            done,
+        )
+
+    def apply_window(self, window: int) -> None:
+        if self.replay is None:
+            return
+        self.generation += 1
+        self.gauge.border_subtitle = f"replaying with a {window:,}-token window…"
+        self.reshape(self.replay, None, window, self.generation)
+
+    def action_open_message(self) -> None:
+        if self.search_input.has_focus:
+            return
+        detail = self.detail.detail
+        if detail is None or self.view is None or detail.row != self.columns.cursor_row:
+            return
+        self.app.push_screen(MessageScreen(detail))
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen())
+
+    async def action_quit(self) -> None:
+        self.app.exit()
+
+
+class InspectorApp(App[None]):
+    """context-inspector: what an agent's context window held, request by request, and why parts
+    of it were cleared."""
+
+    CSS_PATH = "inspector.tcss"
+    TITLE = "context-inspector"
+    COMMANDS = App.COMMANDS | {InspectorCommands}
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-medium"), (150, "-wide")]
+
+    def __init__(
+        self,
+        transcript: Transcript,
+        policy: str | Policy | None = None,
+        window: int | None = None,
+        *,
+        start: Start = "last",
+    ) -> None:
+        super().__init__()
+        self.transcript = transcript
+        self.policy = policy
+        self.window = window
+        self.start = start
+        self.theme = "textual-dark"
+
+    def get_default_screen(self) -> Screen[None]:
+        return MainScreen(self.transcript, self.policy, self.window, self.start)
+
+    @property
+    def main(self) -> MainScreen:
+        """The main screen (whatever modal is on top of it)."""
+        screen = self.screen_stack[0]
+        assert isinstance(screen, MainScreen)
+        return screen
+
+
+def run_app(
+    transcript: Transcript,
+    policy: str | Policy | None = None,
+    window: int | None = None,
+    *,
+    start: Start = "last",
+) -> None:
+    """Open the app on a loaded transcript (the last request first; start="first" for teaching)."""
+    InspectorApp(transcript, policy=policy, window=window, start=start).run()

@@ -1,0 +1,283 @@
+"""Modal screens: go to request, set window, choose policy, open a message, help."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Input, Label, OptionList, Static, TextArea
+from textual.widgets.option_list import Option
+
+from inspector.tui.viewmodel import Detail
+from inspector.tui.widgets.side import MessageDetail, detail_text
+
+
+class PromptScreen(ModalScreen[str | None]):
+    """A one-line question; dismisses with the accepted answer, or None on escape."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(
+        self,
+        title: str,
+        *,
+        placeholder: str = "",
+        value: str = "",
+        hint: str = "",
+        check: Callable[[str], str | None] | None = None,
+        input_type: str = "text",
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes="prompt")
+        self.title_text = title
+        self.placeholder = placeholder
+        self.value = value
+        self.hint = hint
+        self.check = check
+        self.input_type = input_type
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="dialog-title", markup=False)
+            yield Input(
+                value=self.value,
+                placeholder=self.placeholder,
+                type="integer" if self.input_type == "integer" else "text",
+                id="prompt-input",
+            )
+            yield Label(self.hint, id="prompt-hint", classes="dialog-hint", markup=False)
+
+    def on_mount(self) -> None:
+        self.query_one(Input).cursor_blink = False
+
+    @on(Input.Submitted)
+    def accept(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        problem = self.check(value) if self.check is not None else None
+        if problem:
+            hint = self.query_one("#prompt-hint", Label)
+            hint.update(Text(problem))
+            hint.add_class("-error")
+            return
+        self.dismiss(value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class PolicyScreen(ModalScreen[str | None]):
+    """Choose a policy preset."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, presets: list[tuple[str, str]], current: str) -> None:
+        super().__init__(classes="prompt")
+        self.presets = presets
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label("Choose a policy", classes="dialog-title")
+            options = [
+                Option(Text.assemble((name, "bold"), "\n", (description, "dim")), id=name)
+                for name, description in self.presets
+            ]
+            yield OptionList(*options, id="policy-list")
+            yield Label("enter chooses · esc cancels", classes="dialog-hint")
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        for i, (name, _) in enumerate(self.presets):
+            if name == self.current:
+                options.highlighted = i
+        options.focus()
+
+    @on(OptionList.OptionSelected)
+    def chosen(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class MessageHead(Static):
+    """Who the message is, where it came from, its weight and its fate (the content is below)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = MessageDetail.COMPONENT_CLASSES
+
+    def __init__(self, detail: Detail, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self.detail = detail
+
+    def on_mount(self) -> None:
+        names = (
+            "title",
+            "dim",
+            "heading",
+            "explain",
+            "same",
+            "truncated",
+            "cleared",
+            "removed",
+            "summarized",
+        )
+        styles = {n: self.get_component_rich_style(f"detail--{n}", partial=True) for n in names}
+        self.update(detail_text(self.detail, styles, content=False))
+
+
+class MessageScreen(ModalScreen[None]):
+    """One message, full screen: its fate in each layer and its whole content (scrollable)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close"),
+        Binding("q", "close", "Close", show=False),
+        Binding("enter", "close", "Close", show=False),
+    ]
+
+    def __init__(self, detail: Detail) -> None:
+        super().__init__(classes="message-screen")
+        self.detail = detail
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="message-frame"):
+            yield MessageHead(self.detail, id="message-head")
+            area = TextArea(
+                self.detail.content or "(empty)",
+                read_only=True,
+                soft_wrap=True,
+                show_line_numbers=False,
+                highlight_cursor_line=False,
+                id="message-content",
+            )
+            area.cursor_blink = False
+            yield area
+        yield Footer()
+
+    def on_mount(self) -> None:
+        frame = self.query_one("#message-frame", Vertical)
+        frame.border_title = f"request {self.detail.request} · {self.detail.title}"
+        self.query_one(TextArea).focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+HELP_INTRO = (
+    "context-inspector shows what an agent's context window held at each request, and what the "
+    "context-shaping pipeline would have sent."
+)
+HELP_KEYS: list[tuple[str, str]] = [
+    ("[  ]", "previous / next request"),
+    (
+        "n  N",
+        "next / previous request where something happens: a layer starts firing (it fired there "
+        "and not at the request before), or the harness recorded a compaction right before it",
+    ),
+    ("g", "go to a request (by number)"),
+    ("f", "follow the newest request (toggle; stays on the last request as the transcript grows)"),
+    ("/", "search the current ledger; enter finds the next message containing the text"),
+    ("p", "choose the policy (the pipeline and its parameters)"),
+    ("w", "set the context window (the trigger and target lines move, the columns change)"),
+    ("↑ ↓ pgup pgdn home end", "move the cursor row (or click a row; double-click opens it)"),
+    ("enter", "open the selected message full screen"),
+    ("?", "this help"),
+    ("ctrl+p", "command palette (every action above)"),
+    ("q", "quit"),
+]
+HELP_SECTIONS: list[tuple[str, list[str]]] = [
+    (
+        "The gauge (top)",
+        [
+            "The calibrated context of this request against the window. Solid: what is sent after "
+            "shaping; shaded: what shaping removed; light: free.",
+            "Lines, labelled with their values: target (where a compaction aims), trigger (above it the "
+            "reactive layers act), buffer (the safety buffer's lower edge: window − reserve − buffer, "
+            "usually the trigger), reserve (where the space kept for the answer begins), blocking "
+            "(where the harness refuses to send, when the policy has one), window.",
+        ],
+    ),
+    (
+        "The sparkline (top right)",
+        [
+            "Context per request. ▲ this request · ◆ a compaction the harness recorded · • a request "
+            "where old history snip or auto compact fired in this replay. Click to go there.",
+        ],
+    ),
+    (
+        "The columns (middle)",
+        [
+            "One row per message of the ledger, read across the pipeline: raw ledger | per-tool budget "
+            "| tool output clear | old history snip | auto compact (what is sent: ⇒ sent). The policy "
+            "decides the layers. Each header says whether its layer fired, with its numbers, or why "
+            "it stayed idle.",
+            "A row: ⚑ pinned source (never removed) · weight bar (square-root scale) and calibrated "
+            "tokens · role · tool · one line of content. Later columns show the message's weight in "
+            "that layer's view (dim when unchanged) and mark what the layer changed: ✂ truncated · "
+            "○ cleared (with the placeholder the model sees) · ✗ removed (a gap, so rows stay "
+            "aligned) · Σ folded into a summary, or the summary that replaced them.",
+        ],
+    ),
+    (
+        "The side panes (right)",
+        [
+            "Pinned sources at this request with priority, tokens and share of the context; below, "
+            "the selected message: origin file:line, weight, its fate in each layer and its content.",
+            "Transcript text is shown literally: markup is never interpreted and control characters "
+            "are shown as escapes (\\x1b…).",
+        ],
+    ),
+]
+
+
+class HelpText(Static):
+    """The help, styled from plain strings (never markup)."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"help--heading", "help--key"}
+
+    def on_mount(self) -> None:
+        heading = self.get_component_rich_style("help--heading", partial=True)
+        key = self.get_component_rich_style("help--key", partial=True)
+        out = Text()
+        out.append(HELP_INTRO + "\n\n")
+        out.append("Keys\n", heading)
+        for keys, what in HELP_KEYS:
+            out.append(f"  {keys:<24}", key)
+            out.append(what + "\n")
+        for title, paragraphs in HELP_SECTIONS:
+            out.append("\n")
+            out.append(title + "\n", heading)
+            for paragraph in paragraphs:
+                out.append(paragraph + "\n")
+        self.update(out)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Keys, and what the gauge, the sparkline and the columns mean."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close"),
+        Binding("question_mark", "close", "Close", show=False),
+        Binding("q", "close", "Close", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(classes="help-screen")
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-frame"):
+            yield HelpText("", id="help-text", markup=False)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#help-frame", VerticalScroll).border_title = "help"
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,217 @@
+"""The pressure gauge: the request's calibrated context against the window, with labelled lines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from inspector.tui.viewmodel import StepView, tokens
+
+LABEL_ROWS = 4
+"""Rows for the line labels under the bar when the widget's height is not known yet."""
+SHORT = {
+    # Budget.lines() label -> the gauge's word for it (also its component class, gauge--<word>)
+    "window": "window",
+    "output reserve": "reserve",
+    "safety buffer": "buffer",
+    "blocking": "blocking",
+    "trigger": "trigger",
+    "target": "target",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GaugeLine:
+    """One labelled line: where it is (cell), what it says, how it is styled."""
+
+    position: int
+    label: str
+    style: str
+
+
+def numbers(view: StepView, width: int = 1_000) -> str:
+    """ "request 212/300 · context 171,204 (reported) · sent 119,880 after shaping · 85.6% of window",
+    with fewer words when `width` is too narrow for them."""
+    how = "reported" if view.reported is not None and view.reported == view.context else "estimated"
+    share = f"{view.context / view.window:.1%} of window" if view.window else ""
+    variants = [
+        [
+            f"request {view.index}/{view.total}",
+            f"context {tokens(view.context)} ({how})",
+            f"sent {tokens(view.sent)} after shaping",
+            share,
+        ],
+        [
+            f"request {view.index}/{view.total}",
+            f"context {tokens(view.context)}",
+            f"sent {tokens(view.sent)}",
+            share,
+        ],
+        [f"req {view.index}/{view.total}", f"ctx {tokens(view.context)}", f"sent {tokens(view.sent)}", share],
+    ]
+    for parts in variants:
+        text = " · ".join(p for p in parts if p)
+        if cell_len(text) <= width:
+            return text
+    return text
+
+
+def scale_of(view: StepView) -> int:
+    """The token count at the right end of the bar."""
+    top = max([view.context, view.sent, *(v for _, v in view.lines)])
+    if view.window is None:
+        top = max(top, round(view.trigger * 1.25))
+    return max(1, top)
+
+
+def gauge_lines(view: StepView, width: int) -> list[GaugeLine]:
+    """Budget lines merged by value (the safety buffer usually sits on the trigger), placed on cells."""
+    scale = scale_of(view)
+    merged: dict[int, list[str]] = {}
+    for label, value in view.lines:
+        merged.setdefault(value, []).append(label)
+    out: list[GaugeLine] = []
+    for value, labels in merged.items():
+        # Name the trigger last so "trigger 167,000" reads as one phrase.
+        labels.sort(key=lambda x: (x == "trigger", x))
+        name = "/".join(SHORT.get(x, x) for x in labels)
+        position = min(width - 1, max(0, round(value / scale * (width - 1))))
+        out.append(GaugeLine(position, f"{name} {tokens(value)}", SHORT.get(labels[-1], "window")))
+    out.sort(key=lambda g: g.position)
+    return out
+
+
+def place_labels(
+    lines: list[GaugeLine], width: int, rows: int = LABEL_ROWS
+) -> list[list[tuple[int, str, str]]]:
+    """Put each label on the first row where it fits, beside a tick at its line's cell.
+
+    A label reads "╵target 125,250" to the right of its tick, or "reserve 180,000╵" to the left
+    when there is no room on the right. Returns per row (start, text, style).
+    """
+    placed: list[list[tuple[int, str, str]]] = [[] for _ in range(rows)]
+    taken: list[list[tuple[int, int]]] = [[] for _ in range(rows)]
+
+    def free(row: int, start: int, end: int) -> bool:
+        return all(end <= a or start >= b for a, b in taken[row])
+
+    def fits(text: str) -> list[tuple[int, str]]:
+        """Where `text` can go beside the tick: to its right, or ending at it."""
+        right, left = "╵" + text, text + "╵"
+        out: list[tuple[int, str]] = []
+        if line.position + cell_len(right) <= width:
+            out.append((line.position, right))
+        if line.position - cell_len(left) + 1 >= 0:
+            out.append((line.position - cell_len(left) + 1, left))
+        return out
+
+    for line in lines:
+        value = line.label.split(" ")[-1]
+        done = False
+        # The full label on the first row with room; failing that, the value alone.
+        for options in (fits(line.label), fits(value)):
+            for row in range(rows):
+                for start, text in options:
+                    end = start + cell_len(text) + 1
+                    if free(row, start, end):
+                        placed[row].append((start, text, line.style))
+                        taken[row].append((start, end))
+                        done = True
+                        break
+                if done:
+                    break
+            if done:
+                break
+        if not done:
+            # No room for any words: a bare tick, where one fits, keeps the line findable.
+            for row in range(rows):
+                if free(row, line.position, line.position + 1):
+                    placed[row].append((line.position, "╵", line.style))
+                    taken[row].append((line.position, line.position + 1))
+                    break
+    return placed
+
+
+class PressureGauge(Widget):
+    """The calibrated context against the window, with trigger, target and reserve lines labelled."""
+
+    COMPONENT_CLASSES = {
+        "gauge--numbers",
+        "gauge--status",
+        "gauge--ok",
+        "gauge--warn",
+        "gauge--over",
+        "gauge--shaped",
+        "gauge--empty",
+        "gauge--window",
+        "gauge--reserve",
+        "gauge--buffer",
+        "gauge--blocking",
+        "gauge--trigger",
+        "gauge--target",
+    }
+
+    status: reactive[str] = reactive("loading…", layout=False)
+
+    def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.view: StepView | None = None
+
+    def show(self, view: StepView) -> None:
+        self.view = view
+        self.status = ""
+        self.refresh()
+
+    def _s(self, name: str) -> Style:
+        return self.get_component_rich_style(f"gauge--{name}", partial=True)
+
+    def render(self) -> Text:
+        width = self.content_region.width
+        view = self.view
+        if view is None or self.status:
+            return Text(self.status or "", style=self._s("status"), no_wrap=True)
+        return self.render_view(view, width)
+
+    def render_view(self, view: StepView, width: int) -> Text:
+        width = max(10, width)
+        out = Text(no_wrap=True, overflow="ellipsis")
+        out.append(numbers(view, width), self._s("numbers"))
+        out.append("\n")
+        scale = scale_of(view)
+        filled = min(width, round(view.context / scale * width))
+        sent = min(filled, round(view.sent / scale * width))
+        lines = gauge_lines(view, width)
+        at = {g.position: g for g in lines}
+        for i in range(width):
+            mid = (i + 0.5) / width * scale
+            zone = "ok" if mid <= view.target else "warn" if mid <= view.trigger else "over"
+            line = at.get(i)
+            if line is not None:
+                out.append("┃", self._s(line.style))
+            elif i < sent:
+                out.append("█", self._s(zone))
+            elif i < filled:
+                out.append("▒", self._s("shaped"))
+            else:
+                out.append("░", self._s("empty"))
+        rows = max(1, self.content_region.height - 2) if self.content_region.height else LABEL_ROWS
+        for row in place_labels(lines, width, rows):
+            out.append("\n")
+            cursor = 0
+            for start, text, style in sorted(row):
+                if start > cursor:
+                    out.append(" " * (start - cursor))
+                out.append(text, self._s(style))
+                cursor = start + cell_len(text)
+        return out
+
+    def plain_lines(self) -> list[str]:
+        """What the gauge shows, as plain lines (for tests)."""
+        if self.view is None:
+            return [self.status]
+        return self.render_view(self.view, self.content_region.width).plain.split("\n")
