@@ -12,7 +12,7 @@ every message sent before it, as the model sees it (tool results by their ``cont
 ``<persisted-output>`` preview, never ``toolUseResult``). ``cache_read_input_tokens`` is the
 previous request's context and ``cache_creation_input_tokens`` the rest.
 
-    python -m sample_sessions.generate --out sample_sessions        # every registered sample
+    python -m sample_sessions.generate --out sample_sessions        # every registered sample and scenario
     python -m sample_sessions.generate --requests 2000 --seed 3 --out big.jsonl
 """
 
@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from sample_sessions import SAMPLES, SAMPLES_DIR
+from sample_sessions import SAMPLES, SAMPLES_DIR, SCENARIOS
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -3145,7 +3145,7 @@ def _describe(info: GeneratedInfo) -> str:
 
 
 def main(argv: Iterable[str] | None = None) -> int:
-    """Command line: regenerate every registered sample, or write one custom transcript."""
+    """Command line: regenerate every registered sample and scenario, or write one custom transcript."""
     parser = argparse.ArgumentParser(
         prog="python -m sample_sessions.generate",
         description="Write deterministic synthetic Claude Code transcripts.",
@@ -3185,6 +3185,10 @@ def main(argv: Iterable[str] | None = None) -> int:
         return 0
     for name in SAMPLES:
         print(_describe(generate_sample(name, args.out)))
+    from sample_sessions.scripted import generate_scenario  # it imports this module
+
+    for name in SCENARIOS:
+        print(_describe(generate_scenario(name, args.out)))
     return 0
 
 

@@ -1,0 +1,424 @@
+"""Scenario sessions for teaching: short Claude Code transcripts scripted request by request.
+
+Each scenario shows one context-engineering phenomenon cleanly under the window and policy it is
+registered with in :data:`sample_sessions.SCENARIOS` (the per-tool budget alone, tool output clear,
+snip, auto compaction, a provider overflow, a small window, a compaction storm, the eager clear's
+cache cost). They reuse the generator's repository, tools and honest usage accounting
+(:mod:`sample_sessions.generate`), but the sequence of requests is written out here instead of
+being drawn by the size controller, so every phenomenon lands at a known request.
+
+Deterministic like the samples: a seed, a fixed base time, no wall clock. A test checks that the
+committed files equal a fresh generation.
+
+    python -m sample_sessions.generate --out sample_sessions     # samples and scenarios
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from sample_sessions import SAMPLES_DIR, SCENARIOS
+from sample_sessions.generate import (
+    _THINK,
+    DEFAULT_MODEL,
+    SLUG,
+    GeneratedInfo,
+    _Call,
+    _claude_md_reminder,
+    _Ids,
+    _Repo,
+    _stable_seed,
+    _Tools,
+    _Writer,
+)
+
+__all__ = ["PROMPT_TOO_LONG", "SCENARIO_RECIPES", "SCRIPTS", "ScenarioRecipe", "generate_scenario"]
+
+PROMPT_TOO_LONG = "Prompt is too long"
+"""What Claude Code 2.x writes as the synthetic assistant message when the API rejects a request as
+too long (`isApiErrorMessage`, model `<synthetic>`)."""
+
+
+class _Script:
+    """One scripted session: human turns, responses with tool calls, API errors."""
+
+    def __init__(self, out: TextIO, *, seed: int, session_id: str, model: str) -> None:
+        rng = random.Random(seed)
+        self.rng = rng
+        self.ids = _Ids(rng)
+        self.repo = _Repo(random.Random(_stable_seed("repo", seed)))
+        self.writer = _Writer(out, rng, self.ids, session_id, model)
+        self.tools = _Tools(rng, self.ids, self.repo, session_id)
+        self.turns = 0
+        self.writer.session_start()
+        self.writer.meta(_claude_md_reminder())
+
+    # -- conversation ------------------------------------------------------------------------
+
+    def ask(self, prompt: str) -> None:
+        """A human turn (the previous turn, if any, is closed first)."""
+        if self.turns:
+            self.writer.end_turn()
+        if self.turns == 1:
+            self.writer.slug = SLUG
+        pause = self.rng.randint(2_000, 9_000) if self.turns == 0 else self.rng.randint(20_000, 90_000)
+        self.writer.human(prompt, pause)
+        self.turns += 1
+
+    def act(self, *calls: _Call, say: str | None = None, think: str | None = None) -> None:
+        """One request whose response makes `calls` (their results follow)."""
+        self.writer.respond(
+            thinking=think, text=say, calls=list(calls), interleave=self.rng.random() < 0.5, lead_blank=False
+        )
+
+    def reply(self, text: str, think: str | None = None) -> None:
+        """One request whose response is text only (the end of a turn)."""
+        self.writer.respond(thinking=think, text=text, calls=[], interleave=False, lead_blank=False)
+
+    def api_error(self, text: str = PROMPT_TOO_LONG) -> None:
+        """A request the API rejected: Claude Code's synthetic assistant message, no usage billed."""
+        w = self.writer
+        uid = self.ids.uuid()
+        record = w._envelope(w.parent)
+        record["message"] = {
+            "id": self.ids.uuid(),
+            "model": "<synthetic>",
+            "role": "assistant",
+            "stop_reason": "stop_sequence",
+            "stop_sequence": "",
+            "type": "message",
+            "content": [{"type": "text", "text": text}],
+        }
+        record.update(
+            type="assistant",
+            uuid=uid,
+            timestamp=w.clock.advance(self.rng.randint(900, 2_500)),
+            isApiErrorMessage=True,
+        )
+        w._emit(record)
+        w.parent = uid
+        w.requests += 1
+
+    def end(self) -> None:
+        self.writer.end_turn()
+
+    # -- tool calls --------------------------------------------------------------------------
+
+    def read(self, rel: str, size: int = 2_400, symbol: str = "") -> _Call:
+        return self.tools.read(rel, size, symbol=symbol)
+
+    def read_full(self, rel: str) -> _Call:
+        return self.tools.read(rel, 0, full=True)
+
+    def grep(self, pattern: str, size: int = 1_500) -> _Call:
+        return self.tools.grep(pattern, size)
+
+    def pytest(self, targets: str = "", *, fail: bool = False, verbose: bool = False) -> _Call:
+        return self.tools.pytest(targets.split(), fail=fail, verbose=verbose, hint=2_000)
+
+    def edit(self, rel: str) -> _Call:
+        old, new, _ = self.tools.generic_edit(rel)
+        return self.tools.edit(rel, old, new)
+
+    def write_test(self, target: str) -> _Call:
+        rel, content, ids = self.tools.new_test_module(target)
+        return self.tools.write(rel, content, ids)
+
+    def bash_log(self, size: int) -> _Call:
+        return self.tools.debug_run(size)
+
+    def thought(self, sentences: int = 3) -> str:
+        """Reasoning text: a few of the generator's general sentences."""
+        return " ".join(self.rng.sample(_THINK["general"], sentences))
+
+
+# --------------------------------------------------------------------------------------------
+# The scenarios
+# --------------------------------------------------------------------------------------------
+
+PARSER = "src/ledgerline/parser.py"
+CLI = "src/ledgerline/cli.py"
+REPORT = "src/ledgerline/report.py"
+CURRENCY = "src/ledgerline/currency.py"
+RATES = "src/ledgerline/rates.py"
+IO = "src/ledgerline/io.py"
+VALIDATION = "src/ledgerline/validation.py"
+CATEGORIES = "src/ledgerline/categories.py"
+FORMATTING = "src/ledgerline/formatting.py"
+MODELS = "src/ledgerline/models.py"
+CONFIG = "src/ledgerline/config.py"
+
+
+def _budget_alone(s: _Script) -> None:
+    s.ask(
+        "Our German bank exports write amounts like `1.234,50` and `parse_amount` rejects them. Make "
+        "the parser accept the comma-decimal form when the export says `decimal=,` in its header, "
+        "with tests. Keep the public API of `ledgerline.parser` unchanged."
+    )
+    s.act(s.tools.glob("src/**/*.py"), say="Let me get an overview of the package first.")
+    s.act(s.read_full(PARSER), say="The parser module is where amounts are parsed; let me read all of it.")
+    s.act(s.grep("parse_amount"), say="Who calls `parse_amount`?")
+    s.act(s.read(IO, 1_800, "load_entries"), say="`load_entries` reads the header; let me look at it.")
+    s.act(
+        s.pytest(verbose=True),
+        say="Before changing anything, the full suite verbosely, to see which parser tests exist.",
+    )
+    s.act(s.edit(PARSER), say="Now the change in the parser.")
+    s.act(s.write_test(PARSER), say="And a test module for the comma-decimal form.")
+    s.act(s.pytest("tests/test_parser.py"), say="Running the parser tests.")
+    s.reply(
+        "Done: `parse_amount` accepts the comma-decimal form when the export declares `decimal=,`, "
+        "and the new tests cover it. The parser's public API is unchanged."
+    )
+    s.end()
+
+
+def _clear_suffices(s: _Script) -> None:
+    s.ask(
+        "`summarize --by month` puts entries booked on the 31st into the next month. Find out why "
+        "before changing anything: read whatever you need and tell me the cause."
+    )
+    s.act(s.tools.glob("src/**/*.py"), say="An overview of the package first.")
+    s.act(s.read(REPORT, 5_000, "summarize_entries"), say="`--by month` is handled in the report module.")
+    s.act(s.grep("booked", 3_000), say="Where is the booking date used?")
+    s.act(s.read(PARSER, 5_000, "parse_date"), say="How are dates parsed?")
+    s.act(s.read(FORMATTING, 4_000), say="Month labels may come from the formatting helpers.")
+    s.act(s.read(MODELS, 4_500), say="What does an `Entry` hold?")
+    s.act(s.read(CLI, 4_500, "cmd_summarize"), say="And how the CLI passes `--by`.")
+    s.act(s.read(VALIDATION, 4_000), say="Validation runs before summarizing; let me check it too.")
+    s.act(s.read(CATEGORIES, 4_000), say="Categorisation also groups entries; same question there.")
+    s.act(s.read("tests/test_report.py", 4_500), say="The report tests, to see what is covered.")
+    s.act(s.pytest("tests/test_report.py", verbose=True), say="Running the report tests.")
+    s.act(s.read(IO, 4_000, "load_entries"), say="Let me check how the loader builds entries.")
+    s.act(s.read(RATES, 4_000), say="The rates table is looked up by date too.")
+    s.act(s.grep("month", 2_500), say="Every place that computes a month.")
+    s.act(s.read(REPORT, 4_000), say="Back to the report module, around the month grouping.")
+    s.reply(
+        "Found it: the month key is built from the booking date shifted by the statement's day "
+        "offset, so the 31st rolls over into the next month. I have not changed anything yet; the "
+        "fix is to group by `booked.year, booked.month` directly."
+    )
+    s.end()
+
+
+def _snip_needed(s: _Script) -> None:
+    s.ask(
+        "Our test coverage for the report and currency modules is thin. Read them, then add a test "
+        "module for each public function group you find, and run them as you go."
+    )
+    s.act(s.read(REPORT, 6_000), say="Let me read the report module first.")
+    s.act(s.read(CURRENCY, 5_000), say="And the currency module.")
+    s.act(s.grep("def ", 4_000), say="A list of the functions to cover.")
+    s.act(s.read(RATES, 5_000), say="The rates module is used by both.")
+    targets = (REPORT, CURRENCY, RATES, REPORT, CURRENCY, FORMATTING, REPORT, RATES, CURRENCY, REPORT)
+    for i, target in enumerate(targets):
+        s.act(s.write_test(target), say=f"Test module {i + 1} of {len(targets)}, for `{target}`.")
+        if i % 3 == 2:
+            s.act(s.pytest("tests/"), say="Running the new tests so far.")
+    s.act(s.write_test(FORMATTING), say="One more for the formatting helpers the report uses.")
+    s.act(s.pytest(), say="The full suite.")
+    s.reply("Eleven new test modules cover the report, currency, rates and formatting functions; all pass.")
+    s.end()
+
+
+def _compact_last_resort(s: _Script) -> None:
+    s.ask(
+        "TASK (keep this in mind the whole session): make every public function in the currency, "
+        "rates and categories modules reject a float amount with a clear TypeError, add a test module "
+        "for each, and never change a function's signature."
+    )
+    s.act(s.read(CURRENCY, 4_000), say="Let me read the currency module first.")
+    s.act(s.read(RATES, 4_000), say="And the rates module.")
+    s.act(s.tools.skill(), say="Loading the project's testing conventions.")
+    files = (CURRENCY, RATES, CATEGORIES, CURRENCY, RATES, CATEGORIES, CURRENCY, RATES, CATEGORIES, CURRENCY)
+    for i, rel in enumerate(files):
+        s.act(s.edit(rel), think=s.thought(3))
+        s.act(s.write_test(rel), think=s.thought(2))
+        if i == 4:
+            s.ask(
+                "Halfway check: keep going, but remember the categories module is used by the "
+                "CLI's report output, so make sure the error message names the offending argument."
+            )
+    s.act(s.pytest(), think=s.thought(2))
+    s.reply(
+        "Every public function in the three modules now rejects floats with a TypeError naming the argument."
+    )
+    s.end()
+
+
+def _overflow(s: _Script) -> None:
+    s.ask(
+        "The nightly job fails in `test_rates_cache`. Look at the rates module and its tests and "
+        "tell me what could make that test flaky."
+    )
+    s.act(s.read(RATES, 4_000), say="The rates module first.")
+    s.act(s.read("tests/test_rates.py", 3_000), say="And its tests.")
+    s.act(s.grep("cache", 2_000), say="Where is the cache used?")
+    s.act(s.pytest("tests/test_rates.py"), say="The rates tests pass locally.")
+    s.reply(
+        "Locally `tests/test_rates.py` passes. A flaky cache test usually depends on ordering or on "
+        "time; I'd need the failing run's log to say which."
+    )
+    s.ask("Here is the whole nightly log, find the failure in it:\n\n" + _nightly_log(s.rng, 165_000))
+    s.api_error()
+    s.api_error()
+    s.ask("That log is too big for one request. I'll cut it down to the failing run and start a new session.")
+
+
+def _small_window(s: _Script) -> None:
+    s.ask(
+        "Some exports use `;` as the delimiter. Make `iter_rows`-style readers detect it from the "
+        "header line, with a test."
+    )
+    s.act(s.grep("delimiter", 1_500), say="Where is the delimiter set?")
+    s.act(s.read(IO, 2_000, "load_entries"), say="The loader opens the CSV.")
+    s.act(s.read(PARSER, 2_000, "parse_rows"), say="And the parser's row loop.")
+    s.act(s.read(CONFIG, 1_800), say="Is the delimiter configurable?")
+    s.act(s.edit(IO), say="Detecting the delimiter in the loader.")
+    s.act(s.pytest("tests/test_io.py"), say="The loader's tests.")
+    s.act(s.write_test(IO), say="A test for the semicolon form.")
+    s.act(s.pytest("tests/test_io.py"), say="Running them again.")
+    s.reply("The loader now sniffs `;` or `,` from the header line; the new test covers both.")
+    s.end()
+
+
+def _storm(s: _Script) -> None:
+    s.ask(
+        "Add a short doctest example to every helper in formatting, categories and config, one small "
+        "edit at a time, and add a test module per helper group as you go."
+    )
+    s.act(s.read(FORMATTING, 5_500), say="The formatting helpers first.")
+    s.act(s.read(CATEGORIES, 5_500), say="The categories helpers.")
+    s.act(s.read(CONFIG, 5_500), say="And the config helpers.")
+    s.act(s.read(MODELS, 5_500), say="The models they all use.")
+    files = (FORMATTING, CATEGORIES, CONFIG)
+    for i in range(26):
+        rel = files[i % 3]
+        if i % 2:
+            s.act(s.write_test(rel), say=f"A test module for the `{rel}` helpers.")
+        else:
+            s.act(s.edit(rel), say=f"Next doctest example in `{rel}`.")
+    s.act(s.pytest(), say="The full suite.")
+    s.reply("Every helper has a doctest example now, and each group has test modules; the suite passes.")
+    s.end()
+
+
+def _eager_cache(s: _Script) -> None:
+    s.ask(
+        "I want to understand how a CSV row becomes a line in the summary. Walk through the code "
+        "path and explain it; no changes."
+    )
+    path = (
+        (CLI, "cmd_summarize"),
+        (IO, "load_entries"),
+        (PARSER, "parse_rows"),
+        (PARSER, "parse_amount"),
+        (PARSER, "parse_date"),
+        (MODELS, ""),
+        (VALIDATION, ""),
+        (CATEGORIES, ""),
+        (REPORT, ""),
+        (FORMATTING, ""),
+        (CURRENCY, "convert"),
+        (RATES, "load_rates"),
+    )
+    for rel, symbol in path:
+        s.act(s.read(rel, 3_000, symbol), say=f"Next on the path: `{rel}`.")
+        if rel in (PARSER, REPORT) and symbol in ("parse_rows", ""):
+            s.act(s.grep(symbol or "summarize_entries", 1_200), say="Who else calls it?")
+    s.act(s.pytest("tests/test_parser.py tests/test_report.py"), say="The tests on this path pass.")
+    s.reply(
+        "Here is the path: the CLI loads entries, the parser turns rows into entries, the report groups them."
+    )
+    s.ask("Now go back over the parser and the report: which of their functions would break on a blank row?")
+    for rel, symbol in ((PARSER, "parse_rows"), (REPORT, ""), (PARSER, "parse_amount"), (IO, "load_entries")):
+        s.act(s.read(rel, 3_000, symbol), say=f"Reading `{rel}` again around `{symbol or 'the summary'}`.")
+    s.act(s.grep("row\\[", 1_500), say="Every direct index into a row.")
+    s.act(s.pytest("tests/test_parser.py"), say="The parser tests, to be sure of the current behaviour.")
+    s.reply("Only `parse_rows` indexes a row before checking it; the report never sees raw rows.")
+    s.end()
+
+
+def _nightly_log(rng: random.Random, size: int) -> str:
+    """A long CI log: pytest's verbose lines for many runs, one failure near the end."""
+    lines: list[str] = []
+    written = 0
+    run = 0
+    while written < size:
+        run += 1
+        for module in ("test_parser", "test_rates", "test_report", "test_currency", "test_io"):
+            for case in range(rng.randint(8, 14)):
+                line = (
+                    f"2026-03-0{1 + run % 2}T02:{run % 60:02d}:{case:02d}Z [worker gw{rng.randint(0, 7)}] "
+                    f"tests/{module}.py::test_{module[5:]}_{case:02d} PASSED "
+                    f"[{rng.randint(1, 99):>3}%] ({rng.randint(3, 400)}ms)"
+                )
+                lines.append(line)
+                written += len(line) + 1
+    lines += [
+        "FAILED tests/test_rates.py::test_rates_cache - AssertionError: cache returned the rate of "
+        "2026-02-28 for 2026-03-01 (stale entry after midnight UTC)",
+        "1 failed, 6,213 passed in 1803.22s",
+    ]
+    return "\n".join(lines)
+
+
+SCRIPTS: dict[str, Callable[[_Script], None]] = {
+    "budget-alone": _budget_alone,
+    "clear-suffices": _clear_suffices,
+    "snip-needed": _snip_needed,
+    "compact-last-resort": _compact_last_resort,
+    "overflow-stop": _overflow,
+    "small-window": _small_window,
+    "compaction-storm": _storm,
+    "eager-clear-cache": _eager_cache,
+}
+
+
+@dataclass(frozen=True)
+class ScenarioRecipe:
+    """What produces one scenario file: its script, seed and session id."""
+
+    seed: int
+    session_id: str
+    model: str = DEFAULT_MODEL
+
+
+SCENARIO_RECIPES: dict[str, ScenarioRecipe] = {
+    "budget-alone": ScenarioRecipe(seed=101, session_id="0b6f2d4e-8a31-4c27-9e15-3d7a5c1b9f02"),
+    "clear-suffices": ScenarioRecipe(seed=102, session_id="5c2a9e71-0d4b-4f38-a6e2-7b1c9d3f5a08"),
+    "snip-needed": ScenarioRecipe(seed=103, session_id="a4e81c3d-6f29-4b05-8d7a-2e9f0b6c1d74"),
+    "compact-last-resort": ScenarioRecipe(seed=104, session_id="d9173b5a-2c8e-4a61-b4f0-5e3d7a9c2b16"),
+    "overflow-stop": ScenarioRecipe(seed=105, session_id="6e0c4f2b-9a17-4d83-8b5e-1f6a3c7d9e20"),
+    "small-window": ScenarioRecipe(seed=106, session_id="38b5d1e9-7c04-4a2f-9e6b-0d4c8a2f7b13"),
+    "compaction-storm": ScenarioRecipe(seed=107, session_id="f27a6c09-3e5d-4b18-a0c4-9d2e6b8f1a35"),
+    "eager-clear-cache": ScenarioRecipe(seed=108, session_id="1d8e3a6f-4b92-4c07-b5d1-8a3f0e7c2d49"),
+}
+
+
+def generate_scenario(name: str, out_dir: Path | None = None) -> GeneratedInfo:
+    """Generate the registered scenario `name` into `out_dir` (default: the package folder).
+
+    The file lands at `out_dir / SCENARIOS[name].file` (a `scenarios/` subfolder).
+    """
+    info = SCENARIOS[name]
+    recipe = SCENARIO_RECIPES[name]
+    path = (Path(out_dir) if out_dir is not None else SAMPLES_DIR) / info.file
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="\n") as out:
+        script = _Script(out, seed=recipe.seed, session_id=recipe.session_id, model=recipe.model)
+        SCRIPTS[name](script)
+        w = script.writer
+    return GeneratedInfo(
+        path=path,
+        lines=w.lines,
+        requests=w.requests,
+        tool_calls=w.tool_calls,
+        first_context=w.first_context,
+        peak_context=w.peak_context,
+        bytes=path.stat().st_size,
+    )
