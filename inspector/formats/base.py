@@ -1,62 +1,165 @@
-"""What every reader shares: incremental line splitting and the reader protocol."""
+"""What every reader shares: incremental line splitting, safe JSON decoding and the reader protocol."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
-from inspector.model import LoadIssue, Transcript
+from inspector.model import LoadIssue, Message, Transcript
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
-"""A line longer than this is reported as a load issue and skipped, never decoded."""
+"""A line longer than this is reported as a load issue and skipped, never decoded (nor held whole)."""
+
+MAX_DEPTH = 100
+"""A record nested deeper than this is a load issue, not loaded. Nothing a harness writes comes
+close (a Claude Code tool call's arguments sit about 6 levels down); below it, everything
+downstream (JSON encoders, reprs, pydantic's serializer, the app) can recurse safely. orjson itself
+refuses more than 1,024 levels."""
+
+MAX_TOKENS = 1_000_000_000
+"""A token count or context window above this is absurd (no model has a billion-token window):
+it is a load issue and counts as nothing, so one bad number cannot swamp every figure."""
 
 
 class LoaderError(Exception):
     """A problem a user caused (missing path, not a transcript): one clear line, no traceback."""
 
 
-class LineSplitter:
-    """Feeds bytes in, yields (1-based line number, complete line bytes); holds back a partial last line."""
+class Overlong(bytes):
+    """What `LineSplitter` yields, empty, for a line longer than its `max_line`: only its size is kept."""
 
-    def __init__(self) -> None:
-        self._pending = bytearray()
+    size: int
+
+    def __new__(cls, size: int) -> Overlong:
+        self = super().__new__(cls)
+        self.size = size
+        return self
+
+
+class LineSplitter:
+    """Feeds bytes in, yields (1-based line number, complete line bytes); holds back a partial last line.
+
+    Each byte is scanned once however the line is split into chunks, and a partial line is kept
+    as the chunks it arrived in (joined once, when its newline comes), so a 50 MB line costs one
+    copy. With `max_line`, a line growing past it is dropped as it arrives (memory stays bounded)
+    and yielded as an empty `Overlong` carrying its size.
+    """
+
+    def __init__(self, max_line: int | None = None) -> None:
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._dropped = 0
+        self.max_line = max_line
         self.lines_seen = 0
+
+    def _hold(self, data: bytes) -> None:
+        if self._dropped:
+            self._dropped += len(data)
+            return
+        self._parts.append(data)
+        self._size += len(data)
+        if self.max_line is not None and self._size > self.max_line:
+            self._dropped = self._size
+            self._parts.clear()
+            self._size = 0
+
+    def _take_held(self, tail: bytes) -> bytes:
+        if self._dropped:
+            line: bytes = Overlong(self._dropped + len(tail))
+        elif self.max_line is not None and self._size + len(tail) > self.max_line:
+            line = Overlong(self._size + len(tail))
+        else:
+            self._parts.append(tail)
+            line = b"".join(self._parts)
+        self._parts.clear()
+        self._size = 0
+        self._dropped = 0
+        return line
 
     def feed(self, data: bytes) -> Iterator[tuple[int, bytes]]:
         if not data:
             return
-        self._pending += data
+        if type(data) is not bytes:
+            data = bytes(data)  # held parts must not change under us
         start = 0
-        buf = self._pending
-        while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
+        nl = data.find(b"\n")
+        if nl >= 0 and (self._parts or self._dropped):
             self.lines_seen += 1
-            yield self.lines_seen, bytes(buf[start:nl])
+            yield self.lines_seen, self._take_held(data[:nl])
             start = nl + 1
-        del buf[:start]
+            nl = data.find(b"\n", start)
+        while nl >= 0:
+            self.lines_seen += 1
+            if self.max_line is not None and nl - start > self.max_line:
+                yield self.lines_seen, Overlong(nl - start)
+            else:
+                yield self.lines_seen, data[start:nl]
+            start = nl + 1
+            nl = data.find(b"\n", start)
+        if start < len(data):
+            self._hold(data[start:] if start else data)
 
     @property
     def pending(self) -> bytes:
-        """The partial last line held back until its newline arrives."""
-        return bytes(self._pending)
+        """The partial last line held back until its newline arrives (empty once it is dropped)."""
+        return b"".join(self._parts)
 
     def flush(self) -> Iterator[tuple[int, bytes]]:
         """At end of file: the held-back partial line, if any (it may be a torn write)."""
-        if self._pending:
+        if self._parts or self._dropped:
             self.lines_seen += 1
-            data = bytes(self._pending)
-            self._pending.clear()
-            yield self.lines_seen, data
+            yield self.lines_seen, self._take_held(b"")
+
+
+def _too_deep(value: dict[str, Any] | list[Any], limit: int) -> bool:
+    """Whether containers nest more than `limit` levels in `value` (iterative: no recursion)."""
+    level: list[dict[str, Any] | list[Any]] = [value]
+    depth = 1
+    while level:
+        if depth > limit:
+            return True
+        nxt: list[dict[str, Any] | list[Any]] = []
+        for v in level:
+            nxt.extend(x for x in (v.values() if isinstance(v, dict) else v) if isinstance(x, dict | list))
+        level = nxt
+        depth += 1
+    return False
+
+
+WALK_ABOVE = 1 << 20
+"""Lines longer than this are checked for depth by walking their containers (a big line is mostly
+strings, so that is quick); shorter ones are walked only if they hold enough brackets to be deep."""
+
+
+def too_deep(value: Any, raw: bytes | None = None, limit: int = MAX_DEPTH) -> bool:
+    """Whether a decoded JSON value nests deeper than `limit`. With the `raw` bytes it came from,
+    a short value that cannot be that deep (fewer opening brackets than `limit`) is not walked."""
+    if not isinstance(value, dict | list):
+        return False
+    if raw is not None and len(raw) <= WALK_ABOVE and raw.count(b"{") + raw.count(b"[") <= limit:
+        return False
+    return _too_deep(value, limit)
+
+
+def too_deep_reason(limit: int = MAX_DEPTH) -> str:
+    return f"nested more than {limit:,} levels deep; skipped"
 
 
 def decode_json_line(raw: bytes, file: str, line: int, issues: list[LoadIssue]) -> dict[str, Any] | None:
     """Decode one JSONL line into a dict, or record why not and return None. Blank lines are skipped."""
-    if not raw.strip():
+    if isinstance(raw, Overlong):
+        issues.append(
+            LoadIssue(
+                file=file,
+                line=line,
+                reason=f"line of {raw.size:,} bytes is over the {MAX_LINE_BYTES:,} limit; skipped",
+            )
+        )
+        return None
+    if not raw or raw.isspace():
         return None
     if len(raw) > MAX_LINE_BYTES:
         issues.append(
@@ -70,20 +173,90 @@ def decode_json_line(raw: bytes, file: str, line: int, issues: list[LoadIssue]) 
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as uexc:
-            reason = f"invalid UTF-8 at byte {uexc.start}"
-        else:
-            reason = f"invalid JSON: {exc.msg if hasattr(exc, 'msg') else exc}"
-        issues.append(LoadIssue(file=file, line=line, reason=reason))
+        issues.append(LoadIssue(file=file, line=line, reason=json_error_reason(raw, exc)))
         return None
     if not isinstance(value, dict):
         issues.append(
             LoadIssue(file=file, line=line, reason=f"expected a JSON object, got {type(value).__name__}")
         )
         return None
+    if too_deep(value, raw):
+        issues.append(LoadIssue(file=file, line=line, reason=too_deep_reason()))
+        return None
     return value
+
+
+def json_error_reason(raw: bytes, exc: orjson.JSONDecodeError) -> str:
+    """Why `raw` is not JSON, in words: invalid UTF-8 (where), too deep, or the parser's message."""
+    msg = exc.msg
+    if "depth limit" in msg or "recursion" in msg.lower():
+        return "nested more than 1,024 levels deep (the JSON parser's limit); skipped"
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as uexc:
+        return f"invalid UTF-8 at byte {uexc.start}"
+    return f"invalid JSON: {msg}"
+
+
+def describe(value: Any) -> str:
+    """A short, safe description of an untrusted value for a load issue (never its whole content)."""
+    if value is None or isinstance(value, bool | float):
+        return repr(value)
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) < 10**40 else f"an integer of {value.bit_length():,} bits"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return "a string" if isinstance(value, str) else f"a {type(value).__name__}"
+
+
+def short(value: Any, width: int = 60) -> str:
+    """An untrusted value as a short string for a count key or a load issue."""
+    text = value if isinstance(value, str) else describe(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def token_count(raw: dict[str, Any], key: str, where: str, problems: list[str]) -> int:
+    """`raw[key]` as a token count (a whole number from 0 to MAX_TOKENS); anything else counts 0
+    and adds a problem. An absent key or null is 0 without a problem."""
+    v = raw.get(key)
+    if v is None:
+        return 0
+    if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKENS:
+        return v
+    problems.append(f"`{where}.{key}` is {describe(v)}, not a token count; counted as 0")
+    return 0
+
+
+def pairing_issues(messages: Iterable[Message], file: str, *, orphans: bool = True) -> list[LoadIssue]:
+    """A load issue for every tool call id made a second time (its results can no longer be told
+    apart) and, with `orphans`, for every tool result whose call is nowhere in `messages`."""
+    messages = list(messages)
+    first_call: dict[str, Message] = {}
+    out: list[LoadIssue] = []
+
+    def issue(m: Message, reason: str) -> LoadIssue:
+        where = m.origin
+        return LoadIssue(
+            file=where.file if where is not None else file,
+            line=where.line if where is not None else 0,
+            reason=reason,
+        )
+
+    for m in messages:
+        for c in m.tool_calls:
+            first = first_call.setdefault(c.id, m)
+            if first is not m:
+                at = f" (first at line {first.origin.line})" if first.origin is not None else ""
+                out.append(issue(m, f"tool call id {short(c.id)!r} made again{at}"))
+    for m in messages if orphans else ():
+        for r in m.tool_results:
+            if r.call_id not in first_call:
+                out.append(
+                    issue(m, f"tool result for call {short(r.call_id)!r}, which no message makes (an orphan)")
+                )
+    return out
 
 
 class Reader(Protocol):

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from inspector.model import (
     AbandonedBranch,
     Block,
@@ -54,7 +56,16 @@ from inspector.model import (
     Usage,
 )
 
-from .base import LineSplitter, decode_json_line
+from .base import (
+    MAX_LINE_BYTES,
+    MAX_TOKENS,
+    LineSplitter,
+    decode_json_line,
+    describe,
+    pairing_issues,
+    short,
+    token_count,
+)
 
 FORMAT = "claude-code"
 CONVERSATION_TYPES = frozenset({"user", "assistant"})
@@ -125,7 +136,7 @@ class ClaudeCodeReader:
         self.path = Path(path)
         self.file = str(path)
         self.with_subagents = with_subagents
-        self._lines = LineSplitter()
+        self._lines = LineSplitter(max_line=MAX_LINE_BYTES)
         self._state = _State()
         self._count = 0
 
@@ -191,8 +202,8 @@ class ClaudeCodeReader:
                 )
                 return
         else:
-            key = rtype if rtype != "system" else f"system/{rec.get('subtype')}"
-            state.skipped[key if rtype in KNOWN_TYPES else f"unknown:{rtype}"] += 1
+            key = rtype if rtype != "system" else f"system/{short(rec.get('subtype'))}"
+            state.skipped[key if rtype in KNOWN_TYPES else f"unknown:{short(rtype)}"] += 1
         if not isinstance(uuid, str):
             return
         if uuid in state.nodes:
@@ -202,10 +213,14 @@ class ClaudeCodeReader:
                     LoadIssue(
                         file=self.file,
                         line=line_no,
-                        reason=f"duplicate uuid {uuid} (first at line {first.line}); kept the first",
+                        reason=f"duplicate uuid {short(uuid)} (first at line {first.line}); kept the first",
                     )
                 )
             return
+        if is_conv or is_boundary:
+            state.issues.extend(
+                LoadIssue(file=self.file, line=line_no, reason=p) for p in _problems(rec, is_boundary)
+            )
         parent = rec.get("parentUuid")
         node = _Node(
             uuid=uuid,
@@ -377,23 +392,67 @@ def _blocks(content: Any, call_names: dict[str, str]) -> list[Block]:
     return out
 
 
-def _usage(raw: Any) -> Usage | None:
+USAGE_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+
+
+def _usage(raw: Any, problems: list[str] | None = None) -> Usage | None:
+    """`message.usage` as Usage; a count that is not a whole number from 0 to MAX_TOKENS is 0 (and a
+    problem, when `problems` is given)."""
     if not isinstance(raw, dict):
         return None
-
-    def num(key: str) -> int:
-        v = raw.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
-
+    sink: list[str] = [] if problems is None else problems
     details = raw.get("output_tokens_details")
-    reasoning = details.get("thinking_tokens", 0) if isinstance(details, dict) else 0
-    return Usage(
-        input=num("input_tokens"),
-        cache_write=num("cache_creation_input_tokens"),
-        cache_read=num("cache_read_input_tokens"),
-        output=num("output_tokens"),
-        reasoning=reasoning if isinstance(reasoning, int) else 0,
+    counts = [token_count(raw, key, "message.usage", sink) for key in USAGE_KEYS]
+    reasoning = (
+        token_count(details, "thinking_tokens", "message.usage.output_tokens_details", sink)
+        if isinstance(details, dict)
+        else 0
     )
+    return Usage(
+        input=counts[0], cache_write=counts[1], cache_read=counts[2], output=counts[3], reasoning=reasoning
+    )
+
+
+def _problems(rec: dict[str, Any], is_boundary: bool) -> list[str]:
+    """Mistyped fields of a conversation or boundary line, in words; the line still loads as well as
+    it can (a bad parent link reads as a root, bad content as text, a bad usage as none)."""
+    out: list[str] = []
+    parent = rec.get("parentUuid")
+    if parent is not None and not isinstance(parent, str):
+        out.append(f"`parentUuid` is {describe(parent)}, not a string; read as a root")
+    if is_boundary:
+        for key in ("compactMetadata", "microcompactMetadata"):
+            if key in rec and not isinstance(rec[key], dict):
+                out.append(f"`{key}` is {describe(rec[key])}, not an object; ignored")
+        return out
+    msg = rec["message"]
+    content = msg.get("content")
+    if content is not None and not isinstance(content, str | list):
+        out.append(f"`message.content` is {describe(content)}, not a string or a list; kept as text")
+    elif isinstance(content, list):
+        not_blocks = calls = results = 0
+        for b in content:
+            if not isinstance(b, dict):
+                not_blocks += 1
+            elif b.get("type") == "tool_use":
+                calls += not (isinstance(b.get("id"), str) and isinstance(b.get("name"), str))
+            elif b.get("type") == "tool_result":
+                results += not isinstance(b.get("tool_use_id"), str)
+        if not_blocks:
+            out.append(f"`message.content` holds {not_blocks:,} item(s) that are not blocks; kept as text")
+        if calls:
+            out.append(f"{calls:,} tool_use block(s) without a string `id` and `name`")
+        if results:
+            out.append(f"{results:,} tool_result block(s) without a string `tool_use_id`")
+    usage = msg.get("usage")
+    if usage is not None and not isinstance(usage, dict):
+        out.append(f"`message.usage` is {describe(usage)}, not an object; ignored")
+    elif isinstance(usage, dict):
+        sane = all(type(usage.get(k, 0)) is int and 0 <= usage.get(k, 0) <= MAX_TOKENS for k in USAGE_KEYS)
+        details = usage.get("output_tokens_details")
+        if not sane or isinstance(details, dict):
+            _usage(usage, out)  # says which count is wrong
+    return out
 
 
 def _source_for(rec: dict[str, Any], blocks: list[Block], first_task: bool) -> Source:
@@ -476,7 +535,9 @@ class _Builder:
             if cur.uuid in seen:
                 self.issues.append(
                     LoadIssue(
-                        file=self.file, line=cur.line, reason=f"cycle in parent links at uuid {cur.uuid}"
+                        file=self.file,
+                        line=cur.line,
+                        reason=f"cycle in parent links at uuid {short(cur.uuid)}",
                     )
                 )
                 break
@@ -489,7 +550,7 @@ class _Builder:
                 and cur.record is not None
                 and cur.record.get("subtype") == "compact_boundary"
             ):
-                nxt = self._before_boundary(cur.record, seen)
+                nxt = self._before_boundary(cur.record, seen, cur.line)
             elif nxt is None and cur.parent is not None:
                 # the parent line is not in the file (compacted away, or the file was cut): a root
                 pass
@@ -497,7 +558,7 @@ class _Builder:
         chain.reverse()
         return chain
 
-    def _before_boundary(self, rec: dict[str, Any], seen: set[str]) -> _Node | None:
+    def _before_boundary(self, rec: dict[str, Any], seen: set[str], line: int) -> _Node | None:
         nodes = self.s.nodes
         meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
         assert isinstance(meta, dict)
@@ -513,6 +574,15 @@ class _Builder:
         for c in candidates:
             if isinstance(c, str) and c in nodes and c not in seen:
                 return nodes[c]
+        if any(isinstance(c, str) and c in seen for c in candidates):
+            self.issues.append(
+                LoadIssue(
+                    file=self.file,
+                    line=line,
+                    reason="cycle in parent links: the compact_boundary's `logicalParentUuid` leads back "
+                    "into the chain after it; the history before it is not followed",
+                )
+            )
         return None
 
     # -- building ---------------------------------------------------------------------------
@@ -814,6 +884,7 @@ class _Builder:
             for i, ids in enumerate(segments)
         ]
         models = Counter(r.model for r in requests if r.model and r.model != "<synthetic>")
+        self.issues.extend(pairing_issues(messages, self.file))
         transcript = Transcript(
             format=FORMAT,
             path=self.file,
@@ -883,7 +954,8 @@ def _is_api_error(n: _Node) -> bool:
 
 
 def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    """A recorded token figure (a whole number from 0 to MAX_TOKENS), or None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKENS else None
 
 
 def _first_record(path: Path) -> dict[str, Any] | None:
@@ -911,12 +983,13 @@ def _agent_files(path: Path, session_id: str | None) -> list[tuple[Path, str]]:
     found: list[tuple[Path, str]] = []
     own_dir = path.parent / path.stem / "subagents"
     if own_dir.is_dir():
-        found.extend((p, "subagents/ (2.1)") for p in sorted(own_dir.glob("agent-*.jsonl")))
+        found.extend((p, "subagents/ (2.1)") for p in sorted(own_dir.glob("agent-*.jsonl")) if p.is_file())
     if session_id and not path.name.startswith("agent-"):
         # a folder holding the session may keep `subagents/` beside it, or (2.0) agent files at its
         # own level; both may hold other sessions' agents, so the sessionId must match
         shared = [(p, "subagents/ (2.1)") for p in sorted((path.parent / "subagents").glob("agent-*.jsonl"))]
         shared += [(p, "beside the session (2.0)") for p in sorted(path.parent.glob("agent-*.jsonl"))]
+        shared = [(p, layout) for p, layout in shared if p.is_file()]  # never a FIFO (a read would block)
         for p, layout in shared:
             rec = _first_record(p)
             if rec is not None and rec.get("sessionId") == session_id and all(p != q for q, _ in found):
@@ -993,7 +1066,7 @@ def _find_subagent_files(path: Path, session_id: str | None) -> tuple[list[Subag
         meta_path = p.with_name(p.stem + ".meta.json")
         if meta_path.is_file():
             try:
-                loaded = json.loads(meta_path.read_text(encoding="utf-8"))
+                loaded = orjson.loads(meta_path.read_bytes())  # never a RecursionError, however deep
                 meta = loaded if isinstance(loaded, dict) else {}
             except (OSError, ValueError):
                 meta = {}
@@ -1059,7 +1132,8 @@ class ClaudeCodeFormat:
             rec = decode_json_line(raw, str(path), 0, issues)
             if rec is None:
                 continue
-            if rec.get("type") in KNOWN_TYPES and not SNIFF_KEYS.isdisjoint(rec):
+            rtype = rec.get("type")
+            if isinstance(rtype, str) and rtype in KNOWN_TYPES and not SNIFF_KEYS.isdisjoint(rec):
                 return True
             if "payload" in rec or "role" in rec:
                 return False

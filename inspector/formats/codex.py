@@ -61,7 +61,17 @@ from inspector.model import (
     Usage,
 )
 
-from .base import LineSplitter, decode_json_line
+from .base import (
+    MAX_LINE_BYTES,
+    MAX_TOKENS,
+    LineSplitter,
+    decode_json_line,
+    describe,
+    pairing_issues,
+    short,
+    token_count,
+    too_deep,
+)
 
 FORMAT = "codex"
 READ_CHUNK = 1 << 20
@@ -107,8 +117,8 @@ _SNIFF_TYPE_RE = re.compile(
 
 
 def _int(v: Any) -> int:
-    """A non-negative int from an untrusted value (0 for anything else)."""
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
+    """A token count from an untrusted value: a whole number from 0 to MAX_TOKENS (0 for anything else)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_TOKENS else 0
 
 
 def _json_text(value: Any) -> str:
@@ -128,10 +138,23 @@ def _str(v: Any) -> str | None:
     return v if isinstance(v, str) else None
 
 
-def _usage(raw: Any) -> Usage | None:
-    """Map Codex `last_token_usage` so that `Usage.context` equals `input_tokens`."""
+USAGE_KEYS = (
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_input_tokens",
+    "output_tokens",
+    "reasoning_output_tokens",
+)
+
+
+def _usage(raw: Any, problems: list[str] | None = None) -> Usage | None:
+    """Map Codex `last_token_usage` so that `Usage.context` equals `input_tokens`. A count that is not
+    a whole number from 0 to MAX_TOKENS is 0 (and a problem, when `problems` is given)."""
     if not isinstance(raw, dict):
         return None
+    if problems is not None:
+        for key in USAGE_KEYS:
+            token_count(raw, key, "last_token_usage", problems)
     total_in = _int(raw.get("input_tokens"))
     cached = _int(raw.get("cached_input_tokens"))
     written = _int(raw.get("cache_write_input_tokens"))
@@ -242,8 +265,29 @@ def _arguments(raw: Any) -> dict[str, Any] | str:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return raw
-        return value if isinstance(value, dict) else raw
+        return value if isinstance(value, dict) and not too_deep(value) else raw
     return "" if raw is None else _json_text(raw)
+
+
+def _problems(payload: dict[str, Any]) -> list[str]:
+    """Mistyped fields of a response item, in words; the item still loads as well as it can."""
+    t = _str(payload.get("type"))
+    out: list[str] = []
+    if t == "message":
+        content = payload.get("content")
+        if content is not None and not isinstance(content, str | list):
+            out.append(f"message `content` is {describe(content)}, not a list; ignored")
+        role = payload.get("role")
+        if not isinstance(role, str):
+            out.append(f"message `role` is {describe(role)}, not a string; read as a user message")
+    elif t in ("function_call", "custom_tool_call", "tool_search_call"):
+        if not isinstance(payload.get("call_id", payload.get("id")), str):
+            out.append(f"{t} without a string `call_id`")
+        if t != "tool_search_call" and not isinstance(payload.get("name"), str):
+            out.append(f"{t} without a string `name`")
+    elif t in RESULT_ITEMS and not isinstance(payload.get("call_id"), str):
+        out.append(f"{t} without a string `call_id`")
+    return out
 
 
 def _user_source(text: str, first_task: bool) -> tuple[Source, bool, bool]:
@@ -305,7 +349,7 @@ class CodexReader:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.file = str(path)
-        self._lines = LineSplitter()
+        self._lines = LineSplitter(max_line=MAX_LINE_BYTES)
         self._s = _State()
 
     @property
@@ -365,14 +409,14 @@ class CodexReader:
                 s.model = model
             s.skipped[rtype] += 1
         else:
-            s.skipped[rtype if rtype in ENVELOPE_TYPES else f"unknown:{rtype}"] += 1
+            s.skipped[rtype if rtype in ENVELOPE_TYPES else f"unknown:{short(rtype)}"] += 1
 
     def _take_legacy(self, line_no: int, rec: dict[str, Any]) -> None:
         """Rollouts from before September 2025: no envelope."""
         s = self._s
         rtype = rec.get("type")
         if "record_type" in rec:
-            s.skipped[f"legacy:{rec.get('record_type')}"] += 1
+            s.skipped[f"legacy:{short(rec.get('record_type'))}"] += 1
         elif isinstance(rtype, str) and rtype in RESPONSE_ITEM_TYPES:
             self._response_item(line_no, rec, _str(rec.get("timestamp")))
         elif rtype is None and "id" in rec and "timestamp" in rec:
@@ -410,22 +454,35 @@ class CodexReader:
         if etype == "token_count":
             info = payload.get("info")
             if not isinstance(info, dict):
+                if info is not None:
+                    self._issue(line_no, f"token_count `info` is {describe(info)}, not an object; ignored")
                 s.skipped["event_msg/token_count (no info)"] += 1
                 return
-            window = info.get("model_context_window")
-            if _int(window):
-                s.window = window
-            usage = _usage(info.get("last_token_usage"))
+            self._window(line_no, info.get("model_context_window"))
+            problems: list[str] = []
+            raw_usage = info.get("last_token_usage")
+            if raw_usage is not None and not isinstance(raw_usage, dict):
+                problems.append(f"`last_token_usage` is {describe(raw_usage)}, not an object; ignored")
+            usage = _usage(raw_usage, problems)
+            for problem in problems:
+                self._issue(line_no, problem)
             if usage is None:
                 s.skipped["event_msg/token_count (no last_token_usage)"] += 1
                 return
             self._report(usage, info, ts)
             return
         if etype == "task_started":
-            window = payload.get("model_context_window")
-            if _int(window):
-                s.window = window
-        s.skipped[f"event_msg/{etype}"] += 1
+            self._window(line_no, payload.get("model_context_window"))
+        s.skipped[f"event_msg/{short(etype)}"] += 1
+
+    def _window(self, line_no: int, window: Any) -> None:
+        """A stated `model_context_window`: kept when it is a sane whole number, else a load issue."""
+        if window is None:
+            return
+        if _int(window):
+            self._s.window = window
+        else:
+            self._issue(line_no, f"`model_context_window` is {describe(window)}, not a window size; ignored")
 
     def _report(self, usage: Usage, info: dict[str, Any], ts: str | None) -> None:
         """A token_count: the usage of the model call that just finished."""
@@ -545,9 +602,13 @@ class CodexReader:
     def _response_item(self, line_no: int, payload: dict[str, Any], ts: str | None) -> None:
         s = self._s
         t = _str(payload.get("type"))
+        for problem in _problems(payload):
+            self._issue(line_no, problem)
         item = self._item(payload)
         if item is None:
-            s.skipped[f"response_item/{t}" if t in RESPONSE_ITEM_TYPES else f"unknown:response_item/{t}"] += 1
+            s.skipped[
+                f"response_item/{t}" if t in RESPONSE_ITEM_TYPES else f"unknown:response_item/{short(t)}"
+            ] += 1
             return
         if item.kind == "output":
             if s.open_response is not None:
@@ -679,7 +740,7 @@ class CodexReader:
             segments=segments,
             requests=list(s.requests),
             events=list(s.events),
-            load_issues=list(s.issues),
+            load_issues=list(s.issues) + pairing_issues(s.messages, self.file),
             skipped=dict(s.skipped),
         )
 

@@ -43,7 +43,7 @@ from inspector.model import (
     Transcript,
 )
 
-from .base import LoaderError
+from .base import LoaderError, describe, pairing_issues, too_deep, too_deep_reason
 
 FORMAT = "generic"
 ROLES: dict[str, Role] = {
@@ -79,7 +79,7 @@ def _arguments(raw: Any) -> dict[str, Any] | str:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return raw
-        return value if isinstance(value, dict) else raw
+        return value if isinstance(value, dict) and not too_deep(value) else raw
     return {} if raw is None else _json_text(raw)
 
 
@@ -232,6 +232,9 @@ class _Parser:
         )
 
     def system(self, system: Any, record: int) -> None:
+        if too_deep(system):
+            self.issues.append(LoadIssue(file=self.file, line=record, reason=f"`system` {too_deep_reason()}"))
+            return
         blocks = _parts(system, self.call_names)
         self._add(Role.SYSTEM, blocks, record)
 
@@ -243,6 +246,18 @@ class _Parser:
                 )
             )
             return
+        if too_deep(raw):
+            self.issues.append(LoadIssue(file=self.file, line=record, reason=too_deep_reason()))
+            return
+        content = raw.get("content")
+        if content is not None and not isinstance(content, str | list):
+            self.issues.append(
+                LoadIssue(
+                    file=self.file,
+                    line=record,
+                    reason=f"`content` is {describe(content)}, not a string or a list; kept as text",
+                )
+            )
         role_name = raw.get("role")
         role = ROLES.get(role_name) if isinstance(role_name, str) else None
         if role is None:
@@ -279,6 +294,14 @@ class _Parser:
             return
         blocks.extend(_parts(raw.get("content"), self.call_names))
         calls = raw.get("tool_calls")
+        if calls is not None and not isinstance(calls, list):
+            self.issues.append(
+                LoadIssue(
+                    file=self.file,
+                    line=record,
+                    reason=f"`tool_calls` is {describe(calls)}, not a list; ignored",
+                )
+            )
         if isinstance(calls, list):
             for n, call in enumerate(calls, 1):
                 if not isinstance(call, dict):
@@ -327,7 +350,8 @@ def parse_chat(value: Any, file: str) -> Transcript:
         messages=parser.messages,
         segments=[Segment(index=0, message_ids=ids)],
         requests=[Request(index=1, model=model, usage=None, segment=0, ledger_len=len(ids))],
-        load_issues=parser.issues,
+        # a chat file is often an excerpt: a result whose call is cut off is not reported
+        load_issues=parser.issues + pairing_issues(parser.messages, file, orphans=False),
     )
 
 
@@ -337,13 +361,18 @@ def load_chat_json(path: str | Path) -> Transcript:
     size = p.stat().st_size
     if size > MAX_BYTES:
         raise LoaderError(f"{p} is {size:,} bytes, over the {MAX_BYTES:,} limit for a chat JSON file")
-    raw = p.read_bytes()
+    raw = p.read_bytes().removeprefix(b"\xef\xbb\xbf")
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        raise LoaderError(
-            f"{p} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
-        ) from None
+        # one JSON document: there are no records to keep apart from a broken one
+        where = f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            line = raw.count(b"\n", 0, bad.start) + 1
+            where = f"invalid UTF-8 at byte {bad.start:,}, line {line:,}"
+        raise LoaderError(f"{p} is not valid JSON ({where})") from None
     return parse_chat(value, str(p))
 
 
@@ -366,7 +395,7 @@ class GenericChatFormat:
             try:
                 return _looks_like_chat(orjson.loads(body))
             except orjson.JSONDecodeError:
-                return False
+                pass  # broken (cut short, bad bytes): judged by its opening, and load() says where it breaks
         # larger than the head: judge by its opening
         if body.startswith(b"["):
             return _ARRAY_START.match(body) is not None and _ROLE_KEY.search(body) is not None

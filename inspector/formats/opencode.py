@@ -71,7 +71,7 @@ from inspector.model import (
     Usage,
 )
 
-from .base import LoaderError
+from .base import LoaderError, describe, json_error_reason, short, token_count, too_deep, too_deep_reason
 
 FORMAT = "opencode"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -161,7 +161,7 @@ def _decode(raw: Any, file: str, line: int, what: str, issues: list[LoadIssue]) 
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        issues.append(LoadIssue(file=file, line=line, reason=f"{what}: invalid JSON: {exc.msg}"))
+        issues.append(LoadIssue(file=file, line=line, reason=f"{what}: {json_error_reason(bytes(raw), exc)}"))
         return None
     if not isinstance(value, dict):
         issues.append(
@@ -169,6 +169,9 @@ def _decode(raw: Any, file: str, line: int, what: str, issues: list[LoadIssue]) 
                 file=file, line=line, reason=f"{what}: expected a JSON object, got {type(value).__name__}"
             )
         )
+        return None
+    if too_deep(value, bytes(raw)):
+        issues.append(LoadIssue(file=file, line=line, reason=f"{what}: {too_deep_reason()}"))
         return None
     return value
 
@@ -363,6 +366,9 @@ class _DbStore:
 
 # -- JSON folders ---------------------------------------------------------------------------------
 def _read_json(path: Path, issues: list[LoadIssue], what: str) -> dict[str, Any] | None:
+    if not path.is_file():  # a folder named *.json, or a FIFO (a read would block)
+        issues.append(LoadIssue(file=str(path), line=1, reason=f"{what}: not a regular file"))
+        return None
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -372,8 +378,13 @@ def _read_json(path: Path, issues: list[LoadIssue], what: str) -> dict[str, Any]
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         issues.append(
-            LoadIssue(file=str(path), line=max(1, exc.lineno), reason=f"{what}: invalid JSON: {exc.msg}")
+            LoadIssue(
+                file=str(path), line=max(1, exc.lineno), reason=f"{what}: {json_error_reason(raw, exc)}"
+            )
         )
+        return None
+    if too_deep(value, raw):
+        issues.append(LoadIssue(file=str(path), line=1, reason=f"{what}: {too_deep_reason()}"))
         return None
     if not isinstance(value, dict):
         issues.append(
@@ -392,6 +403,11 @@ def _is_storage(root: Path) -> bool:
     return (root / "session" / "message").is_dir() and (
         (root / "session" / "info").is_dir() or (root / "session" / "part").is_dir()
     )
+
+
+def _plain_name(name: str) -> bool:
+    """Whether an id read from a record is safe as one path component (never leads out of the store)."""
+    return bool(name) and name not in (".", "..") and not any(c in name for c in "/\\\x00")
 
 
 class _JsonStore:
@@ -444,6 +460,15 @@ class _JsonStore:
 
     def messages(self, session_id: str, issues: list[LoadIssue]) -> list[_Msg]:
         msgs: list[_Msg] = []
+        if not _plain_name(session_id):
+            issues.append(
+                LoadIssue(
+                    file=str(self.root),
+                    line=0,
+                    reason=f"session id {short(session_id)!r} is not a plain name; its messages are not looked up",
+                )
+            )
+            return msgs
         for f in sorted(self._message_dir(session_id).glob("*.json")):
             rec = _read_json(f, issues, "message")
             if rec is None:
@@ -452,6 +477,16 @@ class _JsonStore:
             t = rec.get("time") if isinstance(rec.get("time"), dict) else {}
             assert isinstance(t, dict)
             m = _Msg(id=mid, data=rec, file=str(f), line=1, time=_opt_int(t.get("created")))
+            if not _plain_name(mid):
+                issues.append(
+                    LoadIssue(
+                        file=str(f),
+                        line=1,
+                        reason=f"message id {short(mid)!r} is not a plain name; its parts are not looked up",
+                    )
+                )
+                msgs.append(m)
+                continue
             for pf in sorted(self._part_dir(session_id, mid).glob("*.json")):
                 prec = _read_json(pf, issues, "part")
                 if prec is not None:
@@ -535,17 +570,22 @@ def _record_kind(rec: dict[str, Any]) -> str | None:
 
 
 # -- building the transcript ---------------------------------------------------------------------
-def _usage(tokens: Any) -> Usage | None:
+def _usage(tokens: Any, problems: list[str] | None = None) -> Usage | None:
+    """`tokens` as Usage; a count that is not a whole number from 0 to MAX_TOKENS is 0 (and a
+    problem, when `problems` is given)."""
+    sink: list[str] = [] if problems is None else problems
     if not isinstance(tokens, dict):
+        if tokens is not None:
+            sink.append(f"`tokens` is {describe(tokens)}, not an object; ignored")
         return None
     cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
     assert isinstance(cache, dict)
     return Usage(
-        input=_int(tokens.get("input")),
-        cache_read=_int(cache.get("read")),
-        cache_write=_int(cache.get("write")),
-        output=_int(tokens.get("output")),
-        reasoning=_int(tokens.get("reasoning")),
+        input=token_count(tokens, "input", "tokens", sink),
+        cache_read=token_count(cache, "read", "tokens.cache", sink),
+        cache_write=token_count(cache, "write", "tokens.cache", sink),
+        output=token_count(tokens, "output", "tokens", sink),
+        reasoning=token_count(tokens, "reasoning", "tokens", sink),
     )
 
 
@@ -684,6 +724,14 @@ class _Builder:
         d = p.data
         state = d.get("state") if isinstance(d.get("state"), dict) else {}
         assert isinstance(state, dict)
+        if not isinstance(d.get("tool"), str) or not isinstance(d.get("state"), dict):
+            self.issues.append(
+                LoadIssue(
+                    file=p.file,
+                    line=p.line,
+                    reason=f"tool part {short(p.id)} without a string `tool` and a `state` object",
+                )
+            )
         name = str(d.get("tool", ""))
         call_id = _str(d.get("callID")) or p.id
         args = state.get("input")
@@ -777,14 +825,19 @@ class _Builder:
                 continue
             first = step.start or (step.parts[0] if step.parts else step.finish)
             finish = step.finish.data if step.finish is not None else {}
+            problems: list[str] = []
             if step.finish is not None:
-                usage = _usage(finish.get("tokens"))
+                usage = _usage(finish.get("tokens"), problems)
+                where: _Part | _Msg = step.finish
             elif not has_finish:
-                usage = _usage(data.get("tokens"))
+                usage = _usage(data.get("tokens"), problems)
+                where = rec
                 if usage is not None and usage.context + usage.output == 0:
                     usage = None
             else:
                 usage = None
+                where = rec
+            self.issues.extend(LoadIssue(file=where.file, line=where.line, reason=p) for p in problems)
             last = k == len(steps) - 1
             stop = _str(finish.get("reason")) or (_str(data.get("finish")) if last else None)
             m: Message | None = None
