@@ -14,6 +14,7 @@ from inspector import __version__
 from inspector.formats import LoaderError, load
 from inspector.model import Transcript
 from inspector.replay import ReplayError
+from inspector.report.sanitize import json_safe, visible
 from inspector.shaping import PolicyError
 
 if TYPE_CHECKING:
@@ -60,10 +61,14 @@ def _app_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="context-inspector",
         description=DESCRIPTION,
-        epilog="commands: report, explain, calibrate, findings, sessions (context-inspector COMMAND --help)",
+        epilog="commands: report, explain, calibrate, findings, export, sessions (context-inspector COMMAND --help)",
     )
     p.add_argument("--version", action="version", version=f"context-inspector {__version__}")
-    p.add_argument("path", nargs="?", help="a transcript file or session folder")
+    p.add_argument(
+        "path",
+        nargs="?",
+        help="a transcript file or session folder (none: pick one of the sessions found on this machine)",
+    )
     p.add_argument(
         "--sample",
         nargs="?",
@@ -71,6 +76,12 @@ def _app_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="NAME",
         help="open a bundled sample session",
+    )
+    p.add_argument(
+        "--follow",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="follow the file as an agent writes it (default: on when it changed in the last minute)",
     )
     _add_shaping_options(p)
     return p
@@ -112,6 +123,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_shaping_options(f)
 
+    x = sub.add_parser("export", help="the report at a request as JSON, Markdown, HTML or SVG")
+    x.add_argument("path")
+    x.add_argument("--format", choices=("json", "md", "html", "svg"), default="md")
+    x.add_argument("--step", type=_positive_int, default=None, help="the request (default: the last)")
+    x.add_argument(
+        "--redact", action="store_true", help="replace API keys, tokens, private keys, URL passwords"
+    )
+    x.add_argument("-o", "--output", default=None, help="file to write (default: standard output)")
+    _add_shaping_options(x)
+
     s = sub.add_parser("sessions", help="list the sessions found on this machine, newest first")
     s.add_argument("--json", action="store_true")
 
@@ -137,7 +158,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     replay = Replay.open(transcript, policy=args.policy, window=args.window)
     report = replay.report(step=args.step, compare_with=args.compare)
     if args.json:
-        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
     else:
         from inspector.report.render import print_report
 
@@ -150,7 +171,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
     transcript = _load(args.path)
     replay = Replay.open(transcript, policy=args.policy, window=args.window)
-    sys.stdout.write(replay.explain(args.message, step=args.step) + "\n")
+    sys.stdout.write(visible(replay.explain(args.message, step=args.step), newlines=False) + "\n")
     return 0
 
 
@@ -160,11 +181,19 @@ def _sample(name: str) -> SampleInfo:
     try:
         return SAMPLES[name]
     except KeyError:
-        raise UserError(f"no bundled sample named {name!r}; there are: {', '.join(sorted(SAMPLES))}") from None
+        raise UserError(
+            f"no bundled sample named {name!r}; there are: {', '.join(sorted(SAMPLES))}"
+        ) from None
 
 
 def _cmd_open(args: argparse.Namespace) -> int:
+    """Open the app: on PATH, on a bundled sample, or (neither) on the session picker.
+
+    A PATH that changed in the last minute is followed unless --no-follow; a sample only with
+    --follow.
+    """
     policy, window = args.policy, args.window
+    follow: bool | None = args.follow
     if args.sample is not None:
         from sample_sessions import SAMPLES_DIR
 
@@ -172,14 +201,31 @@ def _cmd_open(args: argparse.Namespace) -> int:
         path = str(SAMPLES_DIR / info.file)
         policy = policy or info.policy
         window = window or info.window
+        follow = bool(follow)
     elif args.path is not None:
         path = args.path
     else:
-        raise UserError("give a transcript PATH, or --sample to open the bundled sample session")
-    transcript = _load(path)
+        if follow:
+            raise UserError("--follow needs a transcript PATH (the picker follows live sessions by itself)")
+        from inspector.tui import run_app
+
+        run_app(None, policy=policy, window=window)
+        return 0
+    from inspector.tui.live import open_transcript, recently_modified
+
+    if follow is None:
+        follow = recently_modified(path)
+    if not follow:
+        transcript, follower = _load(path), None
+    else:
+        try:
+            opened = open_transcript(path, follow=True)
+        except LoaderError as exc:
+            raise UserError(str(exc)) from None
+        transcript, follower = opened.transcript, opened.follower
     from inspector.tui import run_app
 
-    run_app(transcript, policy=policy, window=window)
+    run_app(transcript, policy=policy, window=window, follower=follower)
     return 0
 
 
@@ -217,6 +263,30 @@ def _cmd_findings(args: argparse.Namespace) -> int:
     return exit_code(found)
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from inspector.replay import Replay
+    from inspector.report.export import ExportError, export
+
+    replay = Replay.open(_load(args.path), policy=args.policy, window=args.window)
+    try:
+        text = export(replay, args.format, step=args.step, redact=args.redact)
+    except ExportError as exc:
+        raise UserError(str(exc)) from None
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.output)
+    if out.resolve() == Path(args.path).resolve():
+        raise UserError("refusing to write the export over the transcript")
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+    return 0
+
+
 def _cmd_sessions(args: argparse.Namespace) -> int:
     from inspector.live.discovery import discover, sessions_table
 
@@ -237,6 +307,7 @@ COMMANDS = {
     "explain": _cmd_explain,
     "calibrate": _cmd_calibrate,
     "findings": _cmd_findings,
+    "export": _cmd_export,
     "sessions": _cmd_sessions,
 }
 
@@ -249,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return COMMANDS[args.command](args)
         return _cmd_open(_app_parser().parse_args(args_list))
     except (UserError, PolicyError, ReplayError) as exc:
-        sys.stderr.write(f"context-inspector: {exc}\n")
+        sys.stderr.write(f"context-inspector: {visible(str(exc), newlines=False)}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -258,3 +258,44 @@ def test_codex_window_is_stated_and_derived(capsys: pytest.CaptureFixture[str]) 
         "transcript",
     )
     assert b["trigger"] == 244800  # 90% of the window
+
+
+def test_export_command_writes_redacted_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    secret = "ghp_" + "A" * 36
+    path = tmp_path / "s.jsonl"
+    lines = [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "sessionId": "s",
+            "message": {"role": "user", "content": f"use {secret} please"},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "sessionId": "s",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "model": "claude-x",
+                "content": [{"type": "text", "text": "ok"}],
+                "usage": {
+                    "input_tokens": 5,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 900,
+                    "output_tokens": 3,
+                },
+            },
+        },
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "out.md"
+    assert main(["export", str(path), "--format", "md", "--redact", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert secret not in text and "redacted: github token" in text and "please" in text
+    assert main(["export", str(path), "--format", "json", "-o", str(path)]) == 2
+    assert "refusing" in capsys.readouterr().err
+    assert main(["export", str(path), "--format", "html"]) == 0
+    assert capsys.readouterr().out.lstrip().lower().startswith("<!doctype html")

@@ -181,11 +181,6 @@ def test_skipped_record_types_are_text_not_markup(tmp_path: Path) -> None:
     assert "\x1b" not in plain
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="render.py passes the `skipped` row (record types from the file) and the event kind/layer as "
-    "markup strings, not Text: `[link=...]` becomes a hyperlink and brackets vanish (lead: wrap them in Text)",
-)
 def test_skipped_record_types_are_not_interpreted_as_markup(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_bytes(
@@ -201,11 +196,6 @@ def test_skipped_record_types_are_not_interpreted_as_markup(tmp_path: Path) -> N
     assert "\x1b]8;" not in styled and MARKUP[1] in styled
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.py writes `Replay.explain()` (which quotes message ids, i.e. file content) and error lines "
-    "(which quote paths) to the terminal unsanitized (lead: pass them through sanitize.visible)",
-)
 def test_explain_shows_message_ids_literally(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from inspector.cli import main
 

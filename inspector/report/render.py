@@ -20,6 +20,11 @@ def _n(v: int | None) -> str:
     return "—" if v is None else f"{v:,}"
 
 
+def _text(value: str) -> Text:
+    """A table cell from a string that may carry transcript content: never markup, controls visible."""
+    return Text(visible(value, newlines=False))
+
+
 def _kv_table(title: str) -> Table:
     t = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold")
@@ -31,7 +36,7 @@ def render_report(report: Report) -> RenderableType:
     parts: list[RenderableType] = []
     head = _kv_table("Session")
     head.add_row("file", Text(visible(report.path, newlines=False)))
-    head.add_row("format", report.format)
+    head.add_row("format", _text(report.format))
     head.add_row("model", Text(visible(report.model or "unknown", newlines=False)))
     if report.title:
         head.add_row("title", Text(one_line(report.title, 100)))
@@ -47,13 +52,13 @@ def render_report(report: Report) -> RenderableType:
     b = report.budget
     head.add_row(
         "budget",
-        f"policy {b.policy} · window {_n(b.window)} ({b.window_source}) · trigger {b.trigger:,} · target {b.target:,}"
-        + (f" · blocking {b.blocking:,}" if b.blocking is not None else ""),
+        _text(
+            f"policy {b.policy} · window {_n(b.window)} ({b.window_source}) · trigger {b.trigger:,} · target {b.target:,}"
+            + (f" · blocking {b.blocking:,}" if b.blocking is not None else "")
+        ),
     )
     if report.skipped:
-        head.add_row(
-            "skipped", ", ".join(f"{visible(k, newlines=False)} {v:,}" for k, v in report.skipped.items())
-        )
+        head.add_row("skipped", _text(", ".join(f"{k} {v:,}" for k, v in report.skipped.items())))
     parts.append(head)
 
     if report.tool_calls:
@@ -73,7 +78,7 @@ def render_report(report: Report) -> RenderableType:
             )
         for e in report.recorded_events:
             ev.add_row(
-                e.kind + (f" ({e.layer})" if e.layer else ""),
+                _text(e.kind + (f" ({e.layer})" if e.layer else "")),
                 Text(visible(e.trigger or "—", newlines=False)),
                 str(e.after_request),
                 _n(e.pre_tokens),
