@@ -18,8 +18,9 @@ def _readers() -> list[Reader]:
     from .codex import CodexFormat
     from .generic import GenericChatFormat
     from .opencode import OpencodeFormat
+    from .opencollab import OpencollabFormat
 
-    return [ClaudeCodeFormat(), CodexFormat(), OpencodeFormat(), GenericChatFormat()]
+    return [ClaudeCodeFormat(), CodexFormat(), OpencodeFormat(), OpencollabFormat(), GenericChatFormat()]
 
 
 def read_head(path: Path) -> bytes:
@@ -36,6 +37,9 @@ def detect(path: str | os.PathLike[str]) -> Reader:
         raise LoaderError(f"no such file or folder: {p}")
     if not os.access(p, os.R_OK):
         raise LoaderError(f"cannot read {p}: permission denied")
+    if not (p.is_file() or p.is_dir()):
+        # a FIFO would block the read forever, a device could be endless
+        raise LoaderError(f"{p} is not a regular file or a folder")
     try:
         head = read_head(p)
     except OSError as exc:
