@@ -16,7 +16,9 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from functools import partial
+from pathlib import Path
 from typing import ClassVar, Literal
 
 from textual import getters, on, work
@@ -24,16 +26,32 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical
+from textual.content import Content
 from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
-from inspector.model import Transcript
-from inspector.replay import Replay, ReplayError
+from inspector.live import Follower, SessionInfo
+from inspector.model import RecordedEvent, Transcript
+from inspector.replay import Replay, ReplayError, Step
+from inspector.report.sanitize import one_line
 from inspector.shaping import PRESETS, Policy, PolicyError
-from inspector.tui.messages import DetailReady, LoadFailed, ReplayReady, ScanProgress, SearchDone, StepReady
+from inspector.tui.live import crossing, next_replay
+from inspector.tui.messages import (
+    DetailReady,
+    LiveFailed,
+    LiveReplayReady,
+    LoadFailed,
+    ReplayReady,
+    ScanProgress,
+    SearchDone,
+    SessionOpened,
+    StepReady,
+    TranscriptChanged,
+)
+from inspector.tui.picker import PickerScreen
 from inspector.tui.screens import HelpScreen, MessageScreen, PolicyScreen, PromptScreen
 from inspector.tui.viewmodel import (
     SIMULATED_COMPACTION_LAYERS,
@@ -53,6 +71,14 @@ from inspector.tui.widgets.side import MessageDetail, PinnedSources
 from inspector.tui.widgets.sparkline import ContextSparkline
 
 Start = Literal["first", "last"] | int
+RESET_WORDS = {
+    "truncated": "was truncated",
+    "replaced": "was replaced",
+    "rewritten": "was rewritten",
+    "reappeared": "came back",
+    "changed": "changed",
+}
+"""FollowUpdate.reset_reason, as the notification says it."""
 SCAN_POST_INTERVAL = 0.25
 """Seconds between progress messages of the background scan."""
 SCAN_MIN_REST = 0.0005
@@ -79,8 +105,33 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("Choose policy…", "Replay under another policy preset", "choose_policy"),
     ("Set window…", "Replay with another context window", "set_window"),
     ("Open message", "Show the selected message full screen", "open_message"),
+    ("Back to sessions", "The sessions found on this machine (when opened on the picker)", "sessions"),
     ("Help", "Keys, and what the columns mean", "help"),
 ]
+
+
+def step_view(replay: Replay, step: Step, events: list[RecordedEvent]) -> StepView:
+    """A replayed request laid out for the widgets (in a worker thread: it walks the whole ledger)."""
+    return build_step_view(
+        index=step.index,
+        total=len(replay),
+        policy=replay.policy.name,
+        window=replay.window,
+        window_source=replay.window_source,
+        ledger=step.ledger,
+        weights=step.weights,
+        layers=step.result.layers,
+        context=step.context,
+        reported=step.reported,
+        predicted=step.predicted,
+        sent=step.result.sent_tokens,
+        input_tokens=step.result.input_tokens,
+        lines=step.budget.lines(),
+        trigger=step.budget.trigger,
+        target=step.budget.target,
+        events=events,
+        result=step.result,
+    )
 
 
 @contextmanager
@@ -143,7 +194,14 @@ class InspectorCommands(Provider):
 
 
 class MainScreen(Screen[None]):
-    """Gauge and sparkline on top, the pipeline columns in the middle, pinned sources and detail beside."""
+    """Gauge and sparkline on top, the pipeline columns in the middle, pinned sources and detail beside.
+
+    Live following (with a `follower`): the "tail" worker waits on the follower's `updates()` (it
+    never ends by itself); each update that changed the file marks the transcript dirty, and one
+    "live" thread worker at a time reads the grown transcript, replays it and posts it (updates
+    arriving meanwhile are folded into the next round). The view stays on the newest request while
+    `following`; any step away pauses it and the header counts the requests that arrived since.
+    """
 
     AUTO_FOCUS = "#columns"
 
@@ -164,11 +222,14 @@ class MainScreen(Screen[None]):
         Binding("w", "set_window", "Window", tooltip="Set the context window"),
         Binding("enter", "open_message", "Open", show=False),
         Binding("question_mark", "help", "Help", tooltip="Keys and what the columns mean"),
+        Binding("s", "sessions", "Sessions", tooltip="Back to the sessions on this machine"),
         Binding("q", "quit", "Quit"),
         Binding("escape", "close_search", "Close search", show=False),
+        Binding("end", "follow_newest", "Follow newest", show=False),
     ]
 
     following: var[bool] = var(False, init=False)
+    """Stay on the newest request (live: as the transcript grows)."""
 
     gauge = getters.query_one("#gauge", PressureGauge)
     sparkline = getters.query_one("#sparkline", ContextSparkline)
@@ -183,6 +244,7 @@ class MainScreen(Screen[None]):
         policy: str | Policy | None = None,
         window: int | None = None,
         start: Start = "last",
+        follower: Follower | None = None,
     ) -> None:
         super().__init__(id="main")
         self.transcript = transcript
@@ -203,6 +265,29 @@ class MainScreen(Screen[None]):
         self.last_query = ""
         self.pending: int | None = None
         self.detail_timer: Timer | None = None
+        # live following
+        self.follower = follower
+        self.live_busy = follower is not None
+        """A live rebuild is running (at first: the initial load, which must land first)."""
+        self.live_dirty = False
+        """The file changed since the last rebuild started."""
+        self.live_reset: str | None = None
+        """The file was truncated or replaced since the last rebuild started (the reason)."""
+        self.file_missing = False
+        self.tail_stopped: str | None = None
+        """Why following stopped (the tail worker failed), if it did."""
+        self.seen_total = 0
+        """Requests there were when the user stepped away from the newest one."""
+        self.awaiting_first = follower is not None
+        """Live: the first replay has not landed yet (rebuilds wait for it, so it cannot land last)."""
+        self.reshaping = False
+        """A change of policy or window is being replayed (its replay has not landed yet)."""
+        self.settings_before: tuple[str | Policy | None, int | None] = (policy, window)
+        self.scan_seed: dict[int, frozenset[str]] = {}
+        """What the scan of the replay before a live update found, still valid for this one."""
+        self.title_text = ""
+        if follower is not None:
+            self.set_reactive(MainScreen.following, True)
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -217,9 +302,21 @@ class MainScreen(Screen[None]):
         yield Input(placeholder="search this ledger (enter: next match, esc: close)", id="search")
         yield Footer()
 
+    @property
+    def file_name(self) -> str:
+        """The transcript's file name, shown literally (control characters made visible)."""
+        return one_line(os.path.basename(self.transcript.path), 120) or "transcript"
+
+    @property
+    def live(self) -> bool:
+        """Following the file (whether or not the view sticks to the newest request)."""
+        return self.follower is not None and self.tail_stopped is None
+
     def on_mount(self) -> None:
-        name = os.path.basename(self.transcript.path) or "transcript"
-        self.gauge.border_title = name
+        name = self.file_name
+        self.title_text = name
+        self._show_title()
+        self.gauge.set_class(self.following, "-following")
         n = len(self.transcript.messages)
         self.gauge.status = (
             f"loading {name}: calibrating {n:,} messages over {len(self.transcript.requests):,} requests…"
@@ -231,6 +328,8 @@ class MainScreen(Screen[None]):
         self.columns.border_title = "pipeline"
         self.search_input.cursor_blink = False
         self.load_replay(self.generation)
+        if self.follower is not None:
+            self.tail(self.follower)
 
     # -- workers ------------------------------------------------------------------------------
     @work(
@@ -251,6 +350,57 @@ class MainScreen(Screen[None]):
         session = SessionView(contexts=contexts, recorded=recorded_compactions(self.transcript.events))
         self.post_message(ReplayReady(replay, session, generation))
 
+    @work(exclusive=True, group="tail", exit_on_error=False, description="follow the transcript file")
+    async def tail(self, follower: Follower) -> None:
+        """Wait for the file to change and say so; never ends by itself (cancelled with the screen).
+
+        The follower already read the file up to its offset: its first update is whatever was
+        appended since, so nothing written between the load and the watch is lost.
+        """
+        async for update in follower.updates():
+            self.post_message(TranscriptChanged(update))
+
+    @work(
+        thread=True,
+        group="live",
+        exit_on_error=False,
+        description="read and replay the grown transcript",
+    )
+    def rebuild_live(
+        self,
+        follower: Follower,
+        previous: Replay | None,
+        policy: str | Policy | None,
+        window: int | None,
+        generation: int,
+        reset_reason: str | None,
+        want: int | None,
+    ) -> None:
+        """The follower's transcript of everything read so far, replayed (one at a time: see
+        `_kick_live`). `previous` is the replay it grew from, under the same settings (None after a
+        reset or while new settings are being applied). `want`: the request to lay out with it
+        (None: the newest)."""
+        try:
+            transcript = follower.transcript()
+            view: StepView | None = None
+            with paused_gc():
+                with self.waiting:
+                    self.replay_lock.acquire()
+                try:
+                    replay = next_replay(previous, transcript, policy, window)
+                    # The request that will be shown, shaped here: one worker less before it is on screen.
+                    k = len(replay) if want is None else min(want, len(replay))
+                    if k >= 1:
+                        view = step_view(replay, replay.step(k), replay.events_at(k - 1))
+                finally:
+                    self.replay_lock.release()
+                contexts = tuple(replay.contexts())
+        except Exception as exc:  # the transcript is untrusted: a failure must not stop following
+            self.post_message(LiveFailed(f"cannot read the grown transcript: {exc}", generation))
+            return
+        session = SessionView(contexts=contexts, recorded=recorded_compactions(transcript.events))
+        self.post_message(LiveReplayReady(replay, session, generation, reset_reason, view))
+
     @work(
         thread=True,
         exclusive=True,
@@ -270,7 +420,9 @@ class MainScreen(Screen[None]):
         self.post_message(ReplayReady(new, session, generation))
 
     @work(thread=True, exclusive=True, group="step", exit_on_error=False, description="shape one request")
-    def compute_step(self, replay: Replay, k: int, generation: int, keep: str | None) -> None:
+    def compute_step(
+        self, replay: Replay, k: int, generation: int, keep: str | None, bottom: bool = False
+    ) -> None:
         with paused_gc():
             try:
                 with self.waiting:
@@ -283,27 +435,8 @@ class MainScreen(Screen[None]):
             except ReplayError as exc:
                 self.post_message(LoadFailed(str(exc), generation))
                 return
-            view = build_step_view(
-                index=k,
-                total=len(replay),
-                policy=replay.policy.name,
-                window=replay.window,
-                window_source=replay.window_source,
-                ledger=step.ledger,
-                weights=step.weights,
-                layers=step.result.layers,
-                context=step.context,
-                reported=step.reported,
-                predicted=step.predicted,
-                sent=step.result.sent_tokens,
-                input_tokens=step.result.input_tokens,
-                lines=step.budget.lines(),
-                trigger=step.budget.trigger,
-                target=step.budget.target,
-                events=events,
-                result=step.result,
-            )
-        self.post_message(StepReady(view, generation, keep))
+            view = step_view(replay, step, events)
+        self.post_message(StepReady(view, generation, keep, bottom))
 
     @work(
         thread=True,
@@ -312,14 +445,19 @@ class MainScreen(Screen[None]):
         exit_on_error=False,
         description="scan every request for layers firing",
     )
-    def scan(self, replay: Replay, generation: int) -> None:
-        """Which layers fire at every request (for the sparkline's marks and `n`/`N`); lazily."""
+    def scan(self, replay: Replay, generation: int, seed: dict[int, frozenset[str]]) -> None:
+        """Which layers fire at every request (for the sparkline's marks and `n`/`N`); lazily.
+
+        `seed`: requests 1..len(seed) already scanned (live: before the transcript grew)."""
         worker = get_current_worker()
-        fired: dict[int, frozenset[str]] = {}
-        simulated: set[int] = set()
+        fired: dict[int, frozenset[str]] = dict(seed)
+        simulated: set[int] = {k for k, names in seed.items() if names & SIMULATED_COMPACTION_LAYERS}
         total = len(replay)
         last = time.monotonic()
-        for k in range(1, total + 1):
+        if len(seed) >= total:
+            self.post_message(ScanProgress(fired, frozenset(simulated), total, total, generation))
+            return
+        for k in range(len(seed) + 1, total + 1):
             if worker.is_cancelled:
                 return
             # The request the user is looking at goes first: wait while it wants the lock.
@@ -366,38 +504,205 @@ class MainScreen(Screen[None]):
     def replay_ready(self, event: ReplayReady) -> None:
         if event.generation != self.generation:
             return
+        self.reshaping = False
         replay = event.replay
         self.replay = replay
         self.session = event.session
         self.fired = {}
         self.scanned = 0
+        self.scan_seed = {}
+        self._set_title(replay)
         total = len(replay)
         if total == 0:
-            self.gauge.status = "this transcript has no requests: nothing was sent to a model"
-            return
-        self.sparkline.show_session(event.session)
-        window = (
-            f"window {tokens(replay.window)} ({replay.window_source})" if replay.window else "window unknown"
-        )
-        name = os.path.basename(self.transcript.path) or "transcript"
-        self.gauge.border_title = f"{name} · policy {replay.policy.name} · {window}"
-        if self.request == 0:
-            if self.start == "first":
-                self.request = 1
-            elif self.start == "last":
-                self.request = total
-            else:
-                self.request = self.start
-        self.request = max(1, min(self.request, total))
-        self.show_request(self.request)
+            self.gauge.status = self._no_requests()
+        else:
+            self.sparkline.show_session(event.session)
+            if self.request == 0:
+                if self.start == "first":
+                    self.request = 1
+                elif self.start == "last":
+                    self.request = total
+                else:
+                    self.request = self.start
+            self.request = max(1, min(self.request, total))
+            # live, at first: the cursor on the newest message
+            self.show_request(self.request, bottom=self.live and self.following and self.view is None)
+        self._first_replay_landed()
 
     @on(LoadFailed)
     def load_failed(self, event: LoadFailed) -> None:
         if event.generation != self.generation:
             return
+        if self.reshaping and self.replay is not None:
+            self.reshaping = False
+            self.policy_arg, self.window_arg = self.settings_before
         if self.view is None:
             self.gauge.status = f"cannot open: {event.reason}"
-        self.notify(event.reason, title="context-inspector", severity="error")
+        self.notify(event.reason, title="context-inspector", severity="error", markup=False)
+        self._first_replay_landed()
+
+    def _no_requests(self) -> str:
+        if self.live:
+            return "no requests yet: waiting for the first one (following the file)"
+        return "this transcript has no requests: nothing was sent to a model"
+
+    def _set_title(self, replay: Replay) -> None:
+        window = (
+            f"window {tokens(replay.window)} ({replay.window_source})" if replay.window else "window unknown"
+        )
+        name = self.file_name
+        self.title_text = f"{name} · policy {replay.policy.name} · {window}"
+        self._show_title()
+
+    def _show_title(self) -> None:
+        """The gauge's title (the top line of the screen): the live badge, the file, policy, window.
+
+        A Content, not a string: a file name is shown as it is, never read as markup."""
+        badge = self._live_badge()
+        if badge is None:
+            self.gauge.border_title = Content(self.title_text)
+        else:
+            text, style = badge
+            self.gauge.border_title = Content.assemble((text, style), " · ", self.title_text)
+
+    def _live_badge(self) -> tuple[str, str] | None:
+        """What the header says about following: ● live, paused (+N new requests), file gone, stopped."""
+        if self.follower is None:
+            return None
+        if self.tail_stopped is not None:
+            return "■ not following", "bold $error"
+        if self.file_missing:
+            return "● live · file gone (what was read stays)", "bold $warning"
+        if self.following:
+            return "● live", "bold $success"
+        new = max(0, self.total - self.seen_total)
+        more = f" · +{new:,} new request{'' if new == 1 else 's'}" if new else ""
+        return f"❚❚ paused{more} · f or end follows", "bold $warning"
+
+    # -- live following -----------------------------------------------------------------------
+    def _first_replay_landed(self) -> None:
+        if self.awaiting_first:
+            self.awaiting_first = False
+            self.live_busy = False
+            self._kick_live()
+
+    @on(TranscriptChanged)
+    def transcript_changed(self, event: TranscriptChanged) -> None:
+        update = event.update
+        if update.missing != self.file_missing:
+            self.file_missing = update.missing
+            if update.missing:
+                self.notify(
+                    f"{self.file_name} is gone; what was read stays on screen",
+                    title="following",
+                    severity="warning",
+                    markup=False,
+                )
+            self._show_title()
+        if update.reset:
+            self.live_reset = update.reset_reason or "replaced"
+        if update.changed:
+            self.live_dirty = True
+            self._kick_live()
+
+    def _kick_live(self) -> None:
+        """Start a rebuild if the file changed and none is running (one at a time; changes that
+        arrive meanwhile are read by the next one, so a burst costs two rebuilds, not one each)."""
+        if self.follower is None or self.live_busy or not self.live_dirty:
+            return
+        self.live_busy = True
+        self.live_dirty = False
+        reason, self.live_reset = self.live_reset, None
+        previous = None if reason is not None or self.reshaping else self.replay
+        want = None if self.following or not self.request else self.request
+        self.rebuild_live(
+            self.follower, previous, self.policy_arg, self.window_arg, self.generation, reason, want
+        )
+
+    @on(LiveFailed)
+    def live_failed(self, event: LiveFailed) -> None:
+        self.live_busy = False
+        if event.generation == self.generation:
+            self.notify(event.reason, title="following", severity="error", markup=False)
+        self._kick_live()
+
+    @on(LiveReplayReady)
+    def live_replay_ready(self, event: LiveReplayReady) -> None:
+        self.live_busy = False
+        if event.generation != self.generation:
+            # The policy or window changed meanwhile: read it again under the new settings.
+            self.live_dirty = True
+            self.live_reset = self.live_reset or event.reset_reason
+        else:
+            self._accept_live(event)
+        self._kick_live()
+
+    def _accept_live(self, event: LiveReplayReady) -> None:
+        """The grown transcript replaces the old one: new generation, the newest request when
+        following, notifications when the pressure crosses the warning line or the trigger."""
+        replay, reset = event.replay, event.reset_reason
+        old_total = self.total
+        old = self.session.contexts if self.session is not None else ()
+        before = old[-1] if old and reset is None else None
+        # A request's shaping depends on the transcript up to it only, so what the scan found for
+        # the old requests holds; the old last one may have grown (streamed lines) and is redone.
+        seed: dict[int, frozenset[str]] = {}
+        k = 1
+        while reset is None and k < old_total and k in self.fired:
+            seed[k] = self.fired[k]
+            k += 1
+        self.generation += 1
+        self.transcript = replay.transcript
+        self.replay = replay
+        self.fired = dict(seed)
+        self.scanned = len(seed)
+        self.scan_seed = seed
+        simulated = frozenset(k for k, names in seed.items() if names & SIMULATED_COMPACTION_LAYERS)
+        self.session = SessionView(
+            contexts=event.session.contexts,
+            recorded=event.session.recorded,
+            simulated=simulated,
+            scanned=len(seed),
+        )
+        total = len(replay)
+        self._set_title(replay)
+        if reset is not None:
+            self.seen_total = min(self.seen_total, total)
+            self.notify(
+                f"{self.file_name} {RESET_WORDS.get(reset, 'changed')}: read again from the start",
+                title="following",
+                severity="warning",
+                markup=False,
+            )
+        if total == 0:
+            self.view = None
+            self.request = 0
+            self.gauge.view = None
+            self.gauge.status = self._no_requests()
+            return
+        self.sparkline.show_session(self.session)
+        budget = replay.budget
+        crossed = crossing(before, event.session.contexts[-1], total, budget.trigger, budget.target)
+        if crossed is not None:
+            self.notify(
+                crossed.message(budget.trigger),
+                title="context pressure",
+                severity="error" if crossed.line == "trigger" else "warning",
+                timeout=10,
+                markup=False,
+            )
+        at_bottom = self.view is None or self.columns.cursor_row >= len(self.view.rows) - 1
+        if self.following or self.request == 0:
+            self.request = total
+        self.request = max(1, min(self.request, total))
+        self._show_title()
+        bottom = self.following and at_bottom
+        view = event.view
+        if view is not None and view.index == self.request:
+            # laid out by the rebuild already: show it now (the cursor stays on its message)
+            self.step_ready(StepReady(view, self.generation, self._cursor_message(), bottom))
+        else:
+            self.show_request(self.request, bottom=bottom, quiet=True)
 
     @on(StepReady)
     def step_ready(self, event: StepReady) -> None:
@@ -406,19 +711,21 @@ class MainScreen(Screen[None]):
         view = event.view
         self.view = view
         self.gauge.show(view)
-        self.gauge.border_subtitle = self._gauge_subtitle(view)
+        self.gauge.border_subtitle = Content(self._gauge_subtitle(view))
         self.sparkline.set_current(view.index, view.trigger, view.target, view.window)
         self.pinned.show(view.pinned, view.context)
         self.pinned.border_subtitle = f"request {view.index}"
         self.columns.border_title = f"pipeline · {view.policy} · request {view.index}"
         self.columns.show(view, keep=event.keep)
+        if event.bottom:
+            self.columns.select_row(len(view.rows) - 1)
         if self.scan_started != self.generation and self.replay is not None:
             self.scan_started = self.generation
-            self.scan(self.replay, self.generation)
+            self.scan(self.replay, self.generation, self.scan_seed)
 
     def _gauge_subtitle(self, view: StepView) -> str:
         parts: list[str] = []
-        if self.following:
+        if self.following and self.follower is None:
             parts.append("● following newest")
         event = view.compaction_before
         if event is not None:
@@ -488,7 +795,9 @@ class MainScreen(Screen[None]):
         if event.generation != self.generation or self.view is None or event.request != self.view.index:
             return
         if event.row is None:
-            self.notify(f"no message in this ledger contains {event.query!r}", severity="warning")
+            self.notify(
+                f"no message in this ledger contains {event.query!r}", severity="warning", markup=False
+            )
             return
         self.columns.select_row(event.row)
 
@@ -508,22 +817,29 @@ class MainScreen(Screen[None]):
     def total(self) -> int:
         return len(self.replay) if self.replay is not None else 0
 
-    def go(self, k: int) -> None:
+    def go(self, k: int, *, bottom: bool = False) -> None:
         """Show request k (clamped to the transcript)."""
         if self.replay is None or not self.total:
             return
         k = max(1, min(k, self.total))
-        self.show_request(k)
+        self.show_request(k, bottom=bottom)
 
-    def show_request(self, k: int) -> None:
+    def show_request(self, k: int, *, bottom: bool = False, quiet: bool = False) -> None:
+        """Shape request k in a worker; keep the cursor on its message (or, with `bottom`, on the
+        newest one). `quiet`: no "shaping…" note (live updates would make it flicker)."""
         assert self.replay is not None
         self.request = k
-        keep = None
-        if self.view is not None:
-            message = self.view.message_at(self.columns.cursor_row)
-            keep = message.id if message is not None else None
-        self.gauge.border_subtitle = f"shaping request {k}…"
-        self.compute_step(self.replay, k, self.generation, keep)
+        keep = self._cursor_message()
+        if not quiet:
+            self.gauge.border_subtitle = f"shaping request {k}…"
+        self.compute_step(self.replay, k, self.generation, keep, bottom)
+
+    def _cursor_message(self) -> str | None:
+        """The id of the message under the cursor (to keep the cursor on it at another request)."""
+        if self.view is None:
+            return None
+        message = self.view.message_at(self.columns.cursor_row)
+        return message.id if message is not None else None
 
     def action_next_request(self) -> None:
         self.following = False
@@ -595,17 +911,47 @@ class MainScreen(Screen[None]):
     def watch_following(self, following: bool) -> None:
         self.gauge.set_class(following, "-following")
         if following:
-            self.go(self.total)
+            self.go(self.total, bottom=self.live)
+        else:
+            self.seen_total = self.total
+        self._show_title()
         if self.view is not None:
-            self.gauge.border_subtitle = self._gauge_subtitle(self.view)
+            self.gauge.border_subtitle = Content(self._gauge_subtitle(self.view))
 
     def action_toggle_follow(self) -> None:
         self.following = not self.following
 
-    def transcript_grew(self) -> None:
-        """The transcript has new requests (live following): stay on the newest when following."""
-        if self.following:
-            self.go(self.total)
+    def action_follow_newest(self) -> None:
+        """End (live): follow the newest request again."""
+        if self.live and not self.following:
+            self.following = True
+
+    @on(LedgerColumns.EndPressed)
+    def end_pressed(self, event: LedgerColumns.EndPressed) -> None:
+        self.action_follow_newest()
+
+    @on(Worker.StateChanged)
+    def worker_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group == "tail" and event.state is WorkerState.ERROR:
+            error = worker.error
+            reason = (
+                (getattr(error, "strerror", None) or str(error) or type(error).__name__)
+                if error is not None
+                else "unknown error"
+            )
+            self.tail_stopped = reason
+            self.gauge.set_class(False, "-following")
+            self._show_title()
+            self.notify(
+                f"stopped following {self.file_name}: {one_line(reason, 200)}",
+                title="following",
+                severity="error",
+                markup=False,
+            )
+        elif worker.group == "live" and event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
+            self.live_busy = False  # (the worker reports its own failures: this is a safety net)
+            self._kick_live()
 
     def action_search(self) -> None:
         search = self.search_input
@@ -633,6 +979,10 @@ class MainScreen(Screen[None]):
     def action_set_policy(self, name: str) -> None:
         if self.replay is None or name == self.replay.policy.name:
             return
+        # Live rebuilds from now on use the new settings (restored if the replay fails).
+        self.settings_before = (self.policy_arg, self.window_arg)
+        self.policy_arg = name
+        self.reshaping = True
         self.generation += 1
         self.gauge.border_subtitle = f"replaying under policy {name}…"
         self.reshape(self.replay, name, None, self.generation)
@@ -664,6 +1014,9 @@ class MainScreen(Screen[None]):
     def apply_window(self, window: int) -> None:
         if self.replay is None:
             return
+        self.settings_before = (self.policy_arg, self.window_arg)
+        self.window_arg = window
+        self.reshaping = True
         self.generation += 1
         self.gauge.border_subtitle = f"replaying with a {window:,}-token window…"
         self.reshape(self.replay, None, window, self.generation)
@@ -678,6 +1031,22 @@ class MainScreen(Screen[None]):
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "sessions":
+            return self._picker_below()  # hidden when the app was opened on a PATH
+        return True
+
+    def _picker_below(self) -> bool:
+        stack = self.app.screen_stack
+        return (
+            self in stack and stack.index(self) > 0 and isinstance(stack[stack.index(self) - 1], PickerScreen)
+        )
+
+    def action_sessions(self) -> None:
+        """Back to the session picker (this screen, its workers and its follower go)."""
+        if self._picker_below() and self.app.screen is self:
+            self.app.pop_screen()
 
     async def action_quit(self) -> None:
         self.app.exit()
@@ -694,36 +1063,61 @@ class InspectorApp(App[None]):
 
     def __init__(
         self,
-        transcript: Transcript,
+        transcript: Transcript | None = None,
         policy: str | Policy | None = None,
         window: int | None = None,
         *,
         start: Start = "last",
+        follower: Follower | None = None,
+        sessions: list[SessionInfo] | None = None,
+        now: datetime | None = None,
+        home: Path | None = None,
     ) -> None:
+        """Open on `transcript` (followed live when a `follower` that read it is given), or, with
+        no transcript, on the session picker (`sessions`, `now` and `home` fix its rows for tests)."""
         super().__init__()
         self.transcript = transcript
         self.policy = policy
         self.window = window
         self.start = start
+        self.follower = follower
+        self.sessions = sessions
+        self.now = now
+        self.home = home
         self.theme = "textual-dark"
 
     def get_default_screen(self) -> Screen[None]:
-        return MainScreen(self.transcript, self.policy, self.window, self.start)
+        if self.transcript is None:
+            return PickerScreen(
+                sessions=self.sessions, now=self.now, home=self.home, policy=self.policy, window=self.window
+            )
+        return MainScreen(self.transcript, self.policy, self.window, self.start, follower=self.follower)
+
+    @on(SessionOpened)
+    async def session_opened(self, event: SessionOpened) -> None:
+        """The picker read a session: the main screen goes on top of it (`s` comes back)."""
+        opened = event.opened
+        screen = MainScreen(opened.transcript, event.policy, event.window, "last", follower=opened.follower)
+        await self.push_screen(screen)
 
     @property
     def main(self) -> MainScreen:
-        """The main screen (whatever modal is on top of it)."""
-        screen = self.screen_stack[0]
-        assert isinstance(screen, MainScreen)
-        return screen
+        """The main screen (whatever modal is on top of it; the picker may be below it)."""
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, MainScreen):
+                return screen
+        raise LookupError("no main screen: the session picker is showing")
 
 
 def run_app(
-    transcript: Transcript,
+    transcript: Transcript | None,
     policy: str | Policy | None = None,
     window: int | None = None,
     *,
     start: Start = "last",
+    follower: Follower | None = None,
 ) -> None:
-    """Open the app on a loaded transcript (the last request first; start="first" for teaching)."""
-    InspectorApp(transcript, policy=policy, window=window, start=start).run()
+    """Open the app on a loaded transcript (the last request first; start="first" for teaching),
+    following the file when `follower` (the one that read it) is given; with no transcript, open
+    the session picker."""
+    InspectorApp(transcript, policy=policy, window=window, start=start, follower=follower).run()

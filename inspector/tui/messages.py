@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from inspector.live import FollowUpdate, SessionInfo
 from inspector.replay import Replay
+from inspector.shaping import Policy
+from inspector.tui.live import Opened
 from inspector.tui.viewmodel import Detail, SessionView, StepView
 
 
@@ -35,6 +38,8 @@ class StepReady(Message):
     generation: int
     keep: str | None
     """The message id to keep the cursor on."""
+    bottom: bool = False
+    """Put the cursor on the newest message instead (live following)."""
 
 
 @dataclass
@@ -60,3 +65,65 @@ class SearchDone(Message):
     row: int | None
     request: int
     generation: int
+
+
+# -- live following ------------------------------------------------------------------------------
+@dataclass
+class TranscriptChanged(Message):
+    """The followed file changed (the tail worker's update)."""
+
+    update: FollowUpdate
+
+
+@dataclass
+class LiveReplayReady(Message):
+    """The grown (or re-read) transcript, replayed."""
+
+    replay: Replay
+    session: SessionView
+    generation: int
+    reset_reason: str | None
+    """Why the file was re-read from the start, when it was."""
+    view: StepView | None = None
+    """The request the screen is expected to show, laid out (None: none was)."""
+
+
+@dataclass
+class LiveFailed(Message):
+    """Reading or replaying the grown transcript failed; following goes on."""
+
+    reason: str
+    generation: int
+
+
+# -- the session picker --------------------------------------------------------------------------
+@dataclass
+class SessionsFound(Message):
+    """discover() is done."""
+
+    sessions: list[SessionInfo]
+
+
+@dataclass
+class OpenProgress(Message):
+    """Bytes read so far of the transcript being opened."""
+
+    done: int
+    total: int
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, OpenProgress)
+
+
+@dataclass
+class SessionOpened(Message):
+    """The chosen transcript is read (and its follower, when it is followed)."""
+
+    opened: Opened
+    policy: str | Policy | None
+    window: int | None
+
+
+@dataclass
+class OpenFailed(Message):
+    reason: str

@@ -182,12 +182,17 @@ HELP_KEYS: list[tuple[str, str]] = [
         "and not at the request before), or the harness recorded a compaction right before it",
     ),
     ("g", "go to a request (by number)"),
-    ("f", "follow the newest request (toggle; stays on the last request as the transcript grows)"),
+    (
+        "f  end",
+        "follow the newest request (f toggles); live, the header says ● live, or paused and how many "
+        "requests arrived since: f or end follows again",
+    ),
     ("/", "search the current ledger; enter finds the next message containing the text"),
     ("p", "choose the policy (the pipeline and its parameters)"),
     ("w", "set the context window (the trigger and target lines move, the columns change)"),
     ("↑ ↓ pgup pgdn home end", "move the cursor row (or click a row; double-click opens it)"),
     ("enter", "open the selected message full screen"),
+    ("s", "back to the sessions on this machine (when the app was opened on the session picker)"),
     ("?", "this help"),
     ("ctrl+p", "command palette (every action above)"),
     ("q", "quit"),
@@ -202,6 +207,16 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
             "reactive layers act), buffer (the safety buffer's lower edge: window − reserve − buffer, "
             "usually the trigger), reserve (where the space kept for the answer begins), blocking "
             "(where the harness refuses to send, when the policy has one), window.",
+        ],
+    ),
+    (
+        "Live following",
+        [
+            "A file being written (--follow, or changed in the last minute) is followed: as it grows "
+            "the sparkline, gauge and columns update, and a "
+            "notification says when the newest request's context crosses the warning line (20,000 "
+            "below the trigger, as Claude Code warns; never below the target) and the trigger. A "
+            "file truncated or replaced is read again from the start.",
         ],
     ),
     (

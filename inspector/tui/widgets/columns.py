@@ -216,6 +216,16 @@ class LedgerColumns(ScrollView, can_focus=True):
         def control(self) -> LedgerColumns:
             return self.columns
 
+    @dataclass
+    class EndPressed(Message):
+        """End was pressed (the cursor went to the last row); a live screen follows again."""
+
+        columns: LedgerColumns
+
+        @property
+        def control(self) -> LedgerColumns:
+            return self.columns
+
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.view: StepView | None = None
@@ -287,6 +297,8 @@ class LedgerColumns(ScrollView, can_focus=True):
 
     def action_edge(self, end: int) -> None:
         self.select_row(self.row_count - 1 if end else 0)
+        if end:
+            self.post_message(self.EndPressed(self))
 
     def action_open(self) -> None:
         if self.row_count:
