@@ -61,7 +61,7 @@ def _app_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="context-inspector",
         description=DESCRIPTION,
-        epilog="commands: report, explain, calibrate, findings, export, sessions (context-inspector COMMAND --help)",
+        epilog="commands: report, explain, calibrate, findings, export, sessions, tour (context-inspector COMMAND --help)",
     )
     p.add_argument("--version", action="version", version=f"context-inspector {__version__}")
     p.add_argument(
@@ -75,7 +75,7 @@ def _app_parser() -> argparse.ArgumentParser:
         const="long-session",
         default=None,
         metavar="NAME",
-        help="open a bundled sample session",
+        help="open a bundled sample session or scenario (context-inspector tour lists the scenarios)",
     )
     p.add_argument(
         "--follow",
@@ -136,6 +136,9 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("sessions", help="list the sessions found on this machine, newest first")
     s.add_argument("--json", action="store_true")
 
+    t = sub.add_parser("tour", help="a guided tour of a bundled scenario in the app (none: list them)")
+    t.add_argument("scenario", nargs="?", metavar="SCENARIO", help="the scenario (none: list them)")
+
     e = sub.add_parser("explain", help="say why a message was changed at a request")
     e.add_argument("path")
     e.add_argument("message", help="message id (or a unique prefix of one)")
@@ -176,14 +179,35 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 
 def _sample(name: str) -> SampleInfo:
-    from sample_sessions import SAMPLES
+    """A bundled sample or scenario, by name."""
+    from sample_sessions import SAMPLES, SCENARIOS, sample_info
 
     try:
-        return SAMPLES[name]
+        return sample_info(name)
     except KeyError:
         raise UserError(
-            f"no bundled sample named {name!r}; there are: {', '.join(sorted(SAMPLES))}"
+            f"no bundled sample named {name!r}; samples: {', '.join(sorted(SAMPLES))}; "
+            f"scenarios: {', '.join(SCENARIOS)}"
         ) from None
+
+
+def _cmd_tour(args: argparse.Namespace) -> int:
+    """Open the app on a scenario with its guided tour; no SCENARIO: list them."""
+    from sample_sessions import SCENARIOS
+
+    if args.scenario is None:
+        width = max(len(name) for name in SCENARIOS)
+        for name, info in SCENARIOS.items():
+            print(f"{name:<{width}}  {info.title}")
+        return 0
+    if args.scenario not in SCENARIOS:
+        raise UserError(f"no scenario named {args.scenario!r}; there are: {', '.join(SCENARIOS)}")
+    info = SCENARIOS[args.scenario]
+    transcript = _load(str(info.path))
+    from inspector.tui import run_app
+
+    run_app(transcript, policy=info.policy, window=info.window, start="first", tour=info.name)
+    return 0
 
 
 def _cmd_open(args: argparse.Namespace) -> int:
@@ -309,6 +333,7 @@ COMMANDS = {
     "findings": _cmd_findings,
     "export": _cmd_export,
     "sessions": _cmd_sessions,
+    "tour": _cmd_tour,
 }
 
 

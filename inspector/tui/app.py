@@ -30,17 +30,24 @@ from textual.content import Content
 from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input
+from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
+from inspector.findings import Finding, find_all
 from inspector.live import Follower, SessionInfo
 from inspector.model import RecordedEvent, Transcript
 from inspector.replay import Replay, ReplayError, Step
-from inspector.report.sanitize import one_line
+from inspector.report.sanitize import one_line, visible
+from inspector.scenarios import Tour
+from inspector.scenarios import tour as scenario_tour
 from inspector.shaping import PRESETS, Policy, PolicyError
+from inspector.tui.compare import CompareScreen
+from inspector.tui.findings import FindingsScreen
+from inspector.tui.lab import LabResult, LabScreen
 from inspector.tui.live import crossing, next_replay
 from inspector.tui.messages import (
     DetailReady,
+    FindingsReady,
     LiveFailed,
     LiveReplayReady,
     LoadFailed,
@@ -49,6 +56,7 @@ from inspector.tui.messages import (
     SearchDone,
     SessionOpened,
     StepReady,
+    TourReady,
     TranscriptChanged,
 )
 from inspector.tui.picker import PickerScreen
@@ -69,6 +77,7 @@ from inspector.tui.widgets.columns import LedgerColumns
 from inspector.tui.widgets.gauge import PressureGauge
 from inspector.tui.widgets.side import MessageDetail, PinnedSources
 from inspector.tui.widgets.sparkline import ContextSparkline
+from sample_sessions import sample_info
 
 Start = Literal["first", "last"] | int
 RESET_WORDS = {
@@ -104,6 +113,16 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("Search messages…", "Find the next message containing a text, in this ledger", "search"),
     ("Choose policy…", "Replay under another policy preset", "choose_policy"),
     ("Set window…", "Replay with another context window", "set_window"),
+    ("Tour: next stop", "The next stop of the guided tour (when touring a scenario)", "next_stop"),
+    ("Tour: previous stop", "The previous stop of the guided tour", "previous_stop"),
+    (
+        "Findings",
+        "What went wrong in this session (re-reads, storms, overflows…); enter goes there",
+        "findings",
+    ),
+    ("What-if lab…", "Change the window and the policy's parameters, replay, save as a policy file", "lab"),
+    ("Export screen as SVG", "Save this screen as ./context-inspector-request-K.svg", "export_svg"),
+    ("Compare with policy…", "This request under this policy and another, side by side", "compare"),
     ("Open message", "Show the selected message full screen", "open_message"),
     ("Back to sessions", "The sessions found on this machine (when opened on the picker)", "sessions"),
     ("Help", "Keys, and what the columns mean", "help"),
@@ -220,6 +239,24 @@ class MainScreen(Screen[None]):
         Binding("slash", "search", "Search", tooltip="Find a message containing a text"),
         Binding("p", "choose_policy", "Policy", tooltip="Choose the policy"),
         Binding("w", "set_window", "Window", tooltip="Set the context window"),
+        Binding("full_stop", "next_stop", "Next stop", tooltip="Tour: the next stop"),
+        Binding("comma", "previous_stop", "Prev stop", tooltip="Tour: the previous stop"),
+        Binding(
+            "F",
+            "findings",
+            "Findings",
+            tooltip="What went wrong in this session; enter goes there",
+            show=False,
+        ),
+        Binding("l", "lab", "What-if", tooltip="Change the window and the policy's parameters", show=False),
+        Binding(
+            "e",
+            "export_svg",
+            "SVG",
+            tooltip="Save this screen as an SVG in the current directory",
+            show=False,
+        ),
+        Binding("c", "compare", "Compare", tooltip="Compare this request under another policy", show=False),
         Binding("enter", "open_message", "Open", show=False),
         Binding("question_mark", "help", "Help", tooltip="Keys and what the columns mean"),
         Binding("s", "sessions", "Sessions", tooltip="Back to the sessions on this machine"),
@@ -245,8 +282,13 @@ class MainScreen(Screen[None]):
         window: int | None = None,
         start: Start = "last",
         follower: Follower | None = None,
+        tour: str | None = None,
     ) -> None:
         super().__init__(id="main")
+        self.tour_name = tour
+        """A scenario whose guided tour runs beside the columns (`.`/`,` step through its stops)."""
+        self.tour: Tour | None = None
+        self.stop_index = 0
         self.transcript = transcript
         self.policy_arg = policy
         self.window_arg = window
@@ -286,6 +328,7 @@ class MainScreen(Screen[None]):
         self.scan_seed: dict[int, frozenset[str]] = {}
         """What the scan of the replay before a live update found, still valid for this one."""
         self.title_text = ""
+        self.findings_cache: tuple[int, list[Finding]] | None = None
         if follower is not None:
             self.set_reactive(MainScreen.following, True)
 
@@ -297,6 +340,8 @@ class MainScreen(Screen[None]):
         with Horizontal(id="middle"):
             yield LedgerColumns(id="columns")
             with Vertical(id="side"):
+                if self.tour_name is not None:
+                    yield Static("", id="narration", markup=False)
                 yield PinnedSources(id="pinned")
                 yield MessageDetail(id="detail")
         yield Input(placeholder="search this ledger (enter: next match, esc: close)", id="search")
@@ -330,6 +375,12 @@ class MainScreen(Screen[None]):
         self.load_replay(self.generation)
         if self.follower is not None:
             self.tail(self.follower)
+        if self.tour_name is not None:
+            self.add_class("-tour")
+            narration = self.query_one("#narration", Static)
+            narration.border_title = "tour"
+            narration.update(f"preparing the tour of {self.tour_name}…")
+            self.load_tour(self.tour_name, self.generation)
 
     # -- workers ------------------------------------------------------------------------------
     @work(
@@ -408,7 +459,9 @@ class MainScreen(Screen[None]):
         exit_on_error=False,
         description="replay under another policy or window",
     )
-    def reshape(self, replay: Replay, policy: str | None, window: int | None, generation: int) -> None:
+    def reshape(
+        self, replay: Replay, policy: str | Policy | None, window: int | None, generation: int
+    ) -> None:
         try:
             with self.replay_lock:
                 new = replay.with_settings(policy=policy, window=window)
@@ -817,19 +870,21 @@ class MainScreen(Screen[None]):
     def total(self) -> int:
         return len(self.replay) if self.replay is not None else 0
 
-    def go(self, k: int, *, bottom: bool = False) -> None:
-        """Show request k (clamped to the transcript)."""
+    def go(self, k: int, *, bottom: bool = False, select: str | None = None) -> None:
+        """Show request k (clamped to the transcript); `select`: put the cursor on that message."""
         if self.replay is None or not self.total:
             return
         k = max(1, min(k, self.total))
-        self.show_request(k, bottom=bottom)
+        self.show_request(k, bottom=bottom, select=select)
 
-    def show_request(self, k: int, *, bottom: bool = False, quiet: bool = False) -> None:
-        """Shape request k in a worker; keep the cursor on its message (or, with `bottom`, on the
-        newest one). `quiet`: no "shaping…" note (live updates would make it flicker)."""
+    def show_request(
+        self, k: int, *, bottom: bool = False, quiet: bool = False, select: str | None = None
+    ) -> None:
+        """Shape request k in a worker; keep the cursor on its message (or on `select`, or, with
+        `bottom`, on the newest one). `quiet`: no "shaping…" note (live updates would make it flicker)."""
         assert self.replay is not None
         self.request = k
-        keep = self._cursor_message()
+        keep = select or self._cursor_message()
         if not quiet:
             self.gauge.border_subtitle = f"shaping request {k}…"
         self.compute_step(self.replay, k, self.generation, keep, bottom)
@@ -976,6 +1031,175 @@ class MainScreen(Screen[None]):
 
         self.app.push_screen(PolicyScreen(presets, self.replay.policy.name), done)
 
+    def action_compare(self, policy: str | None = None) -> None:
+        """Ask for a second policy (unless given) and show both side by side at this request."""
+        if self.replay is None or not self.request:
+            return
+        replay, request = self.replay, self.request
+
+        def done(name: str | None) -> None:
+            if name:
+                self.app.push_screen(CompareScreen(replay, name, request, self.replay_lock))
+
+        if policy is not None:
+            done(policy)
+            return
+        presets = [(p.name, p.description) for p in PRESETS.values()]
+        others = [p for p in presets if p[0] != replay.policy.name]
+        self.app.push_screen(PolicyScreen(others or presets, "", title="Compare with which policy?"), done)
+
+    def action_findings(self) -> None:
+        """The findings of this replay (computed once per replay, in a worker), in a panel."""
+        if self.replay is None:
+            return
+        cached = self.findings_cache
+        if cached is not None and cached[0] == self.generation:
+            self._show_findings(cached[1])
+            return
+        self.notify("looking for findings…", timeout=2)
+        self.compute_findings(self.replay, self.generation)
+
+    # -- tour ---------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="tour", exit_on_error=False, description="prepare the tour")
+    def load_tour(self, name: str, generation: int) -> None:
+        try:
+            found = scenario_tour(name)
+        except (KeyError, PolicyError, ReplayError, ValueError) as exc:
+            self.post_message(LoadFailed(f"cannot prepare the tour: {exc}", generation))
+            return
+        self.post_message(TourReady(found))
+
+    @on(TourReady)
+    def tour_ready(self, event: TourReady) -> None:
+        self.tour = event.tour
+        self.stop_index = 0
+        if self.replay is not None:
+            self._go_stop()
+        else:
+            self._show_stop()
+
+    def _show_stop(self) -> None:
+        tour = self.tour
+        if tour is None:
+            return
+        narration = self.query_one("#narration", Static)
+        if not tour.stops:
+            narration.update(Content(f"{tour.title}\n\n{tour.description}"))
+            return
+        stop = tour.stops[self.stop_index]
+        narration.border_title = f"tour · stop {self.stop_index + 1}/{len(tour.stops)}"
+        narration.border_subtitle = ", previous · . next"
+        narration.update(
+            Content.assemble(
+                (one_line(tour.title, 200), "bold"),
+                "\n\n",
+                (f"request {stop.request} · {one_line(stop.title, 200)}", "bold $accent"),
+                f"\nunder {stop.policy}\n\n",
+                visible(stop.narration),
+            )
+        )
+
+    def _go_stop(self) -> None:
+        """Show the current stop: its narration, its request, under its policy."""
+        tour = self.tour
+        if tour is None or not tour.stops or self.replay is None:
+            return
+        self._show_stop()
+        stop = tour.stops[self.stop_index]
+        self.following = False
+        if stop.policy != self.replay.policy.name:
+            info = sample_info(tour.name)
+            wanted = info.compare_policy if stop.policy == tour.compare_policy else info.policy
+            if wanted is not None:
+                self.request = stop.request
+                self.action_set_policy(wanted)
+                return
+        self.go(stop.request)
+
+    def action_next_stop(self) -> None:
+        if self.tour is None or not self.tour.stops:
+            return
+        if self.stop_index + 1 >= len(self.tour.stops):
+            self.notify("that was the last stop of the tour", timeout=3)
+            return
+        self.stop_index += 1
+        self._go_stop()
+
+    def action_previous_stop(self) -> None:
+        if self.tour is None or not self.tour.stops:
+            return
+        if self.stop_index == 0:
+            self.notify("this is the first stop of the tour", timeout=3)
+            return
+        self.stop_index -= 1
+        self._go_stop()
+
+    @work(thread=True, exclusive=True, group="findings", exit_on_error=False, description="find findings")
+    def compute_findings(self, replay: Replay, generation: int) -> None:
+        try:
+            with self.waiting:
+                self.replay_lock.acquire()
+            try:
+                found = find_all(replay)
+            finally:
+                self.replay_lock.release()
+        except (ReplayError, ValueError) as exc:
+            self.post_message(LoadFailed(f"cannot look for findings: {exc}", generation))
+            return
+        self.post_message(FindingsReady(found, generation))
+
+    @on(FindingsReady)
+    def findings_ready(self, event: FindingsReady) -> None:
+        if event.generation != self.generation:
+            return
+        self.findings_cache = (event.generation, event.findings)
+        self._show_findings(event.findings)
+
+    def _show_findings(self, findings: list[Finding]) -> None:
+        if self.replay is None or isinstance(self.app.screen, FindingsScreen):
+            return
+
+        def done(finding: Finding | None) -> None:
+            if finding is not None:
+                self.following = False
+                self.go(finding.request, select=finding.message_ids[0] if finding.message_ids else None)
+
+        self.app.push_screen(FindingsScreen(findings, self.replay.policy.name), done)
+
+    def action_export_svg(self) -> None:
+        """This screen as an SVG, in the current directory (never next to the transcript)."""
+        k = self.view.index if self.view is not None else self.request
+        target = Path.cwd() / f"context-inspector-request-{k}.svg"
+        try:
+            target.write_text(
+                self.app.export_screenshot(title=f"context-inspector · request {k}"), encoding="utf-8"
+            )
+        except OSError as exc:
+            self.notify(f"cannot save {target}: {exc.strerror or exc}", severity="error", markup=False)
+            return
+        self.notify(f"saved the screen to {target}", title="export", markup=False)
+
+    def action_lab(self) -> None:
+        """The what-if form: apply replays under the policy and window it gives."""
+        if self.replay is None:
+            return
+
+        def done(result: LabResult | None) -> None:
+            if result is not None:
+                self.apply_lab(result)
+
+        self.app.push_screen(LabScreen(self.replay.policy, self.replay.window), done)
+
+    def apply_lab(self, result: LabResult) -> None:
+        if self.replay is None:
+            return
+        self.settings_before = (self.policy_arg, self.window_arg)
+        self.policy_arg, self.window_arg = result.policy, result.window
+        self.reshaping = True
+        self.generation += 1
+        self.gauge.border_subtitle = f"what if: {result.policy.name}, a {result.window:,}-token window…"
+        self.reshape(self.replay, result.policy, result.window, self.generation)
+
     def action_set_policy(self, name: str) -> None:
         if self.replay is None or name == self.replay.policy.name:
             return
@@ -1035,6 +1259,8 @@ class MainScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "sessions":
             return self._picker_below()  # hidden when the app was opened on a PATH
+        if action in ("next_stop", "previous_stop"):
+            return self.tour_name is not None  # only in a tour
         return True
 
     def _picker_below(self) -> bool:
@@ -1072,6 +1298,7 @@ class InspectorApp(App[None]):
         sessions: list[SessionInfo] | None = None,
         now: datetime | None = None,
         home: Path | None = None,
+        tour: str | None = None,
     ) -> None:
         """Open on `transcript` (followed live when a `follower` that read it is given), or, with
         no transcript, on the session picker (`sessions`, `now` and `home` fix its rows for tests)."""
@@ -1084,6 +1311,7 @@ class InspectorApp(App[None]):
         self.sessions = sessions
         self.now = now
         self.home = home
+        self.tour = tour
         self.theme = "textual-dark"
 
     def get_default_screen(self) -> Screen[None]:
@@ -1091,7 +1319,9 @@ class InspectorApp(App[None]):
             return PickerScreen(
                 sessions=self.sessions, now=self.now, home=self.home, policy=self.policy, window=self.window
             )
-        return MainScreen(self.transcript, self.policy, self.window, self.start, follower=self.follower)
+        return MainScreen(
+            self.transcript, self.policy, self.window, self.start, follower=self.follower, tour=self.tour
+        )
 
     @on(SessionOpened)
     async def session_opened(self, event: SessionOpened) -> None:
@@ -1116,8 +1346,9 @@ def run_app(
     *,
     start: Start = "last",
     follower: Follower | None = None,
+    tour: str | None = None,
 ) -> None:
     """Open the app on a loaded transcript (the last request first; start="first" for teaching),
     following the file when `follower` (the one that read it) is given; with no transcript, open
     the session picker."""
-    InspectorApp(transcript, policy=policy, window=window, start=start, follower=follower).run()
+    InspectorApp(transcript, policy=policy, window=window, start=start, follower=follower, tour=tour).run()

@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from inspector.findings import Finding
 from inspector.live import FollowUpdate, SessionInfo
 from inspector.replay import Replay
+from inspector.scenarios import Tour
 from inspector.shaping import Policy
 from inspector.tui.live import Opened
 from inspector.tui.viewmodel import Detail, SessionView, StepView
@@ -51,6 +53,21 @@ class ScanProgress(Message):
     scanned: int
     total: int
     generation: int
+
+
+@dataclass
+class FindingsReady(Message):
+    """`find_all` of the replay of `generation`."""
+
+    findings: list[Finding]
+    generation: int
+
+
+@dataclass
+class TourReady(Message):
+    """A scenario's tour and its stops."""
+
+    tour: Tour
 
 
 @dataclass

@@ -77,14 +77,17 @@ class PolicyScreen(ModalScreen[str | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, presets: list[tuple[str, str]], current: str) -> None:
+    def __init__(
+        self, presets: list[tuple[str, str]], current: str, *, title: str = "Choose a policy"
+    ) -> None:
         super().__init__(classes="prompt")
         self.presets = presets
         self.current = current
+        self.title_text = title
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label("Choose a policy", classes="dialog-title")
+            yield Label(self.title_text, classes="dialog-title", markup=False)
             options = [
                 Option(Text.assemble((name, "bold"), "\n", (description, "dim")), id=name)
                 for name, description in self.presets

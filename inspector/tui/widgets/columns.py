@@ -155,6 +155,9 @@ def _crop(text: str, cells: int) -> str:
 class LedgerColumns(ScrollView, can_focus=True):
     """Rows of messages across the pipeline's columns, with a cursor row."""
 
+    every_column_sent: ClassVar[bool] = False
+    """Mark every column after the raw ledger "⇒ sent" (compare mode: one final view per policy)."""
+
     COMPONENT_CLASSES = {
         "ledger--header",
         "ledger--header-fired",
@@ -421,7 +424,7 @@ class LedgerColumns(ScrollView, can_focus=True):
                 line.used += cell.used
             if c:
                 rule_line.add("┼", rule)
-            if c == len(columns) - 1 and c > 0:
+            if c > 0 and (c == len(columns) - 1 or self.every_column_sent):
                 sent = "─ ⇒ sent "
                 rule_line.add(sent, base + self._style("header-sent"))
                 rule_line.add("─" * max(0, w - cell_len(sent)), rule)
