@@ -103,6 +103,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="POLICY",
         help="with --step: the same request under a second policy",
     )
+    r.add_argument(
+        "--cache",
+        action="store_true",
+        help="the prompt-cache cost of each policy's views: prefix rewrites and tokens re-billed (shapes every request)",
+    )
     _add_shaping_options(r)
 
     c = sub.add_parser("calibrate", help="how well calibrated weights predict what the provider billed")
@@ -160,6 +165,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
     transcript = _load(args.path)
     replay = Replay.open(transcript, policy=args.policy, window=args.window)
     report = replay.report(step=args.step, compare_with=args.compare)
+    if args.cache:
+        from inspector.replay.cache import cache_cost
+
+        totals = {"policy", "window", "rewrites", "rebilled_tokens", "sent_tokens", "cached_tokens"}
+        replays = [replay] + ([replay.with_settings(args.compare)] if args.compare else [])
+        report.cache = [cache_cost(r).model_dump(mode="json", include=totals) for r in replays]
     if args.json:
         sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
     else:

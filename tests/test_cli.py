@@ -299,3 +299,28 @@ def test_export_command_writes_redacted_markdown(tmp_path: Path, capsys: pytest.
     assert "refusing" in capsys.readouterr().err
     assert main(["export", str(path), "--format", "html"]) == 0
     assert capsys.readouterr().out.lstrip().lower().startswith("<!doctype html")
+
+
+def test_report_cache_cost_of_eager_clear(capsys: pytest.CaptureFixture[str]) -> None:
+    scenarios = Path(__file__).resolve().parents[1] / "sample_sessions" / "scenarios"
+    path = scenarios / "eager-clear-cache.jsonl"
+    eager = scenarios / "opencollab-eager.toml"
+    r = _json(
+        capsys,
+        "report",
+        str(path),
+        "--json",
+        "--window",
+        "200000",
+        "--policy",
+        "opencollab",
+        "--step",
+        "23",
+        "--compare",
+        str(eager),
+        "--cache",
+    )
+    plain, with_eager = r["cache"]
+    assert plain["policy"] == "opencollab" and (plain["rewrites"], plain["rebilled_tokens"]) == (0, 0)
+    assert with_eager["rewrites"] == 9 and with_eager["rebilled_tokens"] == 66526
+    assert with_eager["cached_tokens"] < plain["cached_tokens"]

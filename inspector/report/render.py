@@ -115,6 +115,20 @@ def render_report(report: Report) -> RenderableType:
             lines.append(Text(f"      {layer.reason}", style="dim"))
         parts.append(Group(*lines))
 
+    if report.cache:
+        cache = Table(title="Prompt cache over the session", title_justify="left")
+        for col in ("policy", "prefix rewrites", "tokens re-billed", "tokens sent", "served from cache"):
+            cache.add_column(col, justify="left" if col == "policy" else "right")
+        for c in report.cache:
+            cache.add_row(
+                _text(str(c["policy"])),
+                f"{c['rewrites']:,}",
+                f"{c['rebilled_tokens']:,}",
+                f"{c['sent_tokens']:,}",
+                f"{c['cached_tokens']:,}",
+            )
+        parts.append(cache)
+
     if report.subagents:
         sub = Table(title="Subagents", title_justify="left")
         for col in ("agent", "layout", "type", "requests", "messages", "task"):

@@ -143,6 +143,11 @@ class Report(BaseModel):
     compare: dict[str, Any] | None = Field(
         default=None, description="with --compare: two policies at the step"
     )
+    cache: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="with --cache: per policy, the prompt-cache cost of its views over the whole session "
+        "(prefix rewrites, tokens re-billed because of them, tokens sent, tokens served from cache)",
+    )
 
 
 def resolve_window(transcript: Transcript, window: int | None) -> tuple[int | None, str]:
