@@ -119,13 +119,13 @@ def render_report(report: Report) -> RenderableType:
         cache = Table(title="Prompt cache over the session", title_justify="left")
         for col in ("policy", "prefix rewrites", "tokens re-billed", "tokens sent", "served from cache"):
             cache.add_column(col, justify="left" if col == "policy" else "right")
-        for row in report.cache:
+        for entry in report.cache:
             cache.add_row(
-                _text(str(row["policy"])),
-                f"{row['rewrites']:,}",
-                f"{row['rebilled_tokens']:,}",
-                f"{row['sent_tokens']:,}",
-                f"{row['cached_tokens']:,}",
+                _text(str(entry["policy"])),
+                f"{entry['rewrites']:,}",
+                f"{entry['rebilled_tokens']:,}",
+                f"{entry['sent_tokens']:,}",
+                f"{entry['cached_tokens']:,}",
             )
         parts.append(cache)
 
