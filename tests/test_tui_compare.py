@@ -50,6 +50,10 @@ async def open_compare(pilot: Any) -> CompareScreen:
         view = screen.columns.view
         if view is not None and view.index == screen.request:
             break
+    for _ in range(1500):  # the prompt-cache cost shapes every request of both policies
+        if screen.cache is not None:
+            break
+        await pilot.pause(0.02)
     await pilot.pause()
     return screen
 
@@ -96,3 +100,29 @@ async def test_compare_shows_both_policies_and_their_sent_tokens() -> None:
 
 def test_compare_screen_snapshot(snap_compare: Any) -> None:
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=open_compare)
+
+
+async def test_compare_shows_the_prompt_cache_cost_of_eager_clear() -> None:
+    from sample_sessions import SCENARIOS_DIR, sample_info
+
+    info = sample_info("eager-clear-cache")
+    app = InspectorApp(
+        load(sample_path("eager-clear-cache")), policy=info.policy, window=info.window, start=23
+    )
+    app.animation_level = "none"
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(600):
+            await pilot.pause(0.02)
+            if app.main.view is not None and app.main.view.index == 23:
+                break
+        screen = CompareScreen(
+            app.main.replay, str(SCENARIOS_DIR / "opencollab-eager.toml"), 23, app.main.replay_lock
+        )
+        await app.push_screen(screen)
+        for _ in range(1500):
+            await pilot.pause(0.02)
+            if screen.cache is not None and screen.comparison is not None:
+                break
+        await pilot.pause()
+        assert "0 prefix rewrites · 0 tokens re-billed" in str(screen.head_a.render())
+        assert "9 prefix rewrites · 66,526 tokens re-billed" in str(screen.head_b.render())

@@ -23,6 +23,7 @@ from textual.widgets import Footer, Static
 
 from inspector.model import ToolCallBlock
 from inspector.replay import Replay, ReplayError, Step
+from inspector.replay.cache import CacheCost, cache_cost
 from inspector.replay.compare import Comparison, Side, compare
 from inspector.report.sanitize import one_line
 from inspector.shaping import LayerResult, PolicyError
@@ -197,6 +198,24 @@ class CompareFailed(TextualMessage):
     generation: int
 
 
+@dataclass
+class CacheCostReady(TextualMessage):
+    """Both policies' prompt-cache cost over the whole session (every request shaped)."""
+
+    a: CacheCost
+    b: CacheCost
+
+
+def cache_line(cost: CacheCost | None) -> str:
+    """ "prompt cache over the session: 9 prefix rewrites · 66,526 tokens re-billed"."""
+    if cost is None:
+        return "prompt cache over the session: computing…"
+    return (
+        f"prompt cache over the session: {cost.rewrites:,} prefix rewrites · "
+        f"{cost.rebilled_tokens:,} tokens re-billed · {cost.cached_tokens:,} served from cache"
+    )
+
+
 class CompareScreen(Screen[None]):
     """The main screen's request under its policy and another, side by side (`[`/`]` step both)."""
 
@@ -222,6 +241,7 @@ class CompareScreen(Screen[None]):
         self.replay_lock = lock
         self.generation = 0
         self.comparison: Comparison | None = None
+        self.cache: tuple[CacheCost, CacheCost] | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="compare-head"):
@@ -257,11 +277,12 @@ class CompareScreen(Screen[None]):
     def compare_ready(self, event: CompareReady) -> None:
         if event.generation != self.generation:
             return
+        if self.replay_b is None:
+            self.run_cache_cost(event.replay_b)
         self.replay_b = event.replay_b
         self.comparison = event.comparison
         c = event.comparison
-        self.head_a.update(Content(side_summary(c.a)))
-        self.head_b.update(Content(side_summary(c.b)))
+        self._show_heads()
         self.head_a.border_title = f"A · {c.a.policy}"
         self.head_b.border_title = f"B · {c.b.policy}"
         diff = c.sent_difference
@@ -274,6 +295,27 @@ class CompareScreen(Screen[None]):
             "○ cleared ✂ truncated ✗ removed Σ summarized"
         )
         self.columns.show(event.view, keep=self._cursor_message())
+
+    def _show_heads(self) -> None:
+        c = self.comparison
+        if c is None:
+            return
+        cost_a, cost_b = self.cache if self.cache is not None else (None, None)
+        self.head_a.update(Content(side_summary(c.a) + "\n" + cache_line(cost_a)))
+        self.head_b.update(Content(side_summary(c.b) + "\n" + cache_line(cost_b)))
+
+    @work(thread=True, exclusive=True, group="compare-cache", exit_on_error=False, description="cache cost")
+    def run_cache_cost(self, replay_b: Replay) -> None:
+        with self.replay_lock:
+            a = cache_cost(self.replay)
+        with self.replay_lock:
+            b = cache_cost(replay_b)
+        self.post_message(CacheCostReady(a, b))
+
+    @on(CacheCostReady)
+    def cache_ready(self, event: CacheCostReady) -> None:
+        self.cache = (event.a, event.b)
+        self._show_heads()
 
     @on(CompareFailed)
     def compare_failed(self, event: CompareFailed) -> None:
