@@ -25,6 +25,7 @@ How a file becomes a ledger (DESIGN.md §4, notes/claude-code-transcripts.md §2
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -699,15 +700,16 @@ class _Builder:
         first_task_done = False
         # segment of each member, by the position of the boundary in file order
         seg_starts = sorted((b.order, i + 1) for i, b in enumerate(boundaries))
+        # the segment of a node: the last boundary (in file order) before it, found by bisection
+        start_orders = [order for order, _ in seg_starts]
+        start_segments = [idx for _, idx in seg_starts]
         msg_segment: dict[str, int] = {}
         for n in ordered:
             rec = n.record
             if rec is None or n.type not in CONVERSATION_TYPES:
                 continue
-            seg = 0
-            for order, idx in seg_starts:
-                if n.order > order:
-                    seg = idx
+            j = bisect_left(start_orders, n.order)  # boundaries with order < n.order
+            seg = start_segments[j - 1] if j else 0
             msg = rec["message"]
             if n.type == "assistant":
                 rid = _response_id(rec) or n.uuid
@@ -775,13 +777,16 @@ class _Builder:
         # segments: the ledger of each stretch between compactions
         by_id = {m.id: m for m in messages}
         events: list[RecordedEvent] = []
-        segments: list[list[str]] = [[m.id for m in messages if msg_segment[m.id] == 0]]
+        in_segment: defaultdict[int, list[str]] = defaultdict(list)
+        for m in messages:
+            in_segment[msg_segment[m.id]].append(m.id)
+        segments: list[list[str]] = [list(in_segment[0])]
         for i, b in enumerate(boundaries):
             rec = b.record
             assert rec is not None
             meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
             assert isinstance(meta, dict)
-            after_ids = [m.id for m in messages if msg_segment[m.id] == i + 1]
+            after_ids = in_segment[i + 1]
             summary = next((x for x in after_ids if by_id[x].is_summary), None)
             preserved: list[str] = []
             kept = meta.get("preservedMessages")
@@ -791,9 +796,14 @@ class _Builder:
             if summary is not None:
                 seg_ids.append(summary)
             seg_ids.extend(p for p in preserved if p not in seg_ids)
-            seg_ids.extend(x for x in after_ids if x not in seg_ids)
+            placed_ids = set(seg_ids)
+            for x in after_ids:
+                if x not in placed_ids:
+                    seg_ids.append(x)
+                    placed_ids.add(x)
             # a preserved message written after the boundary was in the ledger before it, too
-            segments[-1].extend(p for p in preserved if p in after_ids and p not in segments[-1])
+            after_set = set(after_ids)
+            segments[-1].extend(p for p in preserved if p in after_set and p not in segments[-1])
             segments.append(seg_ids)
             events.append(
                 RecordedEvent(
@@ -841,6 +851,7 @@ class _Builder:
         for r in requests:
             seg_first_request.setdefault(r.segment, r.index)
         placed: list[RecordedEvent] = []
+        requested = set(response_of_request)
         for e in events:
             first = seg_first_request.get(e.segment or 0)
             after = (first - 1) if first is not None else len(requests)
@@ -856,7 +867,7 @@ class _Builder:
             after = sum(
                 1
                 for m in messages
-                if m.response_id and line_of_msg.get(m.id, 0) < mc.line and m.id in response_of_request
+                if m.response_id and line_of_msg.get(m.id, 0) < mc.line and m.id in requested
             )
             placed.append(
                 RecordedEvent(

@@ -152,13 +152,44 @@ class Transcript(BaseModel):
     """Records that are not conversation, counted by type."""
 
     _by_id: dict[str, Message] | None = PrivateAttr(default=None)
+    _by_id_of: tuple[int, int] = PrivateAttr(default=(0, -1))
+    """(id of the `messages` list, its length) when `_by_id` was built."""
+    _segment_messages: dict[int, tuple[Segment, dict[str, Message], tuple[Message, ...] | None]] = (
+        PrivateAttr(default_factory=dict)
+    )
+    """Segment index -> (the segment, the index it was resolved with, its messages in order; None
+    when an id of it names no message)."""
 
     def _index(self) -> dict[str, Message]:
-        cached = self._by_id
-        if cached is None or len(cached) != len(self.messages):
-            cached = {m.id: m for m in self.messages}
+        private = self.__pydantic_private__  # read directly: this is on every request's path
+        assert private is not None
+        cached: dict[str, Message] | None = private["_by_id"]
+        messages = self.messages
+        key = (id(messages), len(messages))
+        if cached is None or private["_by_id_of"] != key:
+            cached = {m.id: m for m in messages}
             self._by_id = cached
+            self._by_id_of = key
         return cached
+
+    def _segment_tuple(self, index: int) -> tuple[Message, ...] | None:
+        """Every message of segment `index`, in ledger order (resolved once per segment)."""
+        seg = self.segments[index]
+        by_id = self._index()
+        assert self.__pydantic_private__ is not None
+        cache: dict[int, tuple[Segment, dict[str, Message], tuple[Message, ...] | None]] = (
+            self.__pydantic_private__["_segment_messages"]
+        )
+        hit = cache.get(index)
+        if hit is not None and hit[0] is seg and hit[1] is by_id:
+            return hit[2]
+        msgs: tuple[Message, ...] | None
+        try:
+            msgs = tuple([by_id[i] for i in seg.message_ids])
+        except KeyError:
+            msgs = None
+        cache[index] = (seg, by_id, msgs)
+        return msgs
 
     def message(self, message_id: str) -> Message:
         return self._index()[message_id]
@@ -171,10 +202,16 @@ class Transcript(BaseModel):
 
     def ledger(self, index: int) -> list[Message]:
         """The ledger as it stood when request `index` (1-based) was made."""
+        return list(self.ledger_tuple(index))
+
+    def ledger_tuple(self, index: int) -> tuple[Message, ...]:
+        """`ledger(index)` as a tuple, sliced from the segment's messages (no lookup per message)."""
         req = self.request(index)
-        ids = self.segments[req.segment].message_ids[: req.ledger_len]
-        by_id = self._index()
-        return [by_id[i] for i in ids]
+        msgs = self._segment_tuple(req.segment)
+        if msgs is None:
+            by_id = self._index()
+            return tuple(by_id[i] for i in self.segments[req.segment].message_ids[: req.ledger_len])
+        return msgs[: req.ledger_len]
 
     def response(self, index: int) -> Message | None:
         req = self.request(index)

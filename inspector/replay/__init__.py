@@ -12,11 +12,11 @@ import os
 import re
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from inspector.model import Message, RecordedEvent, Request, Transcript
+from inspector.model import Message, RecordedEvent, Request, Segment, Transcript
 from inspector.report.summary import BudgetRow, LayerRow, Report, build_report, resolve_window
-from inspector.shaping import Budget, Policy, PolicyError, ShapeResult, explain, load_policy
+from inspector.shaping import Budget, Policy, PolicyError, ShapeResult, TokenMemo, explain, load_policy
 from inspector.shaping.policy import preset_for_format
 from inspector.tokens import Estimator, get_estimator
 from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator, Calibration, overhead_message
@@ -37,8 +37,7 @@ class Step:
     request: Request
     ledger: tuple[Message, ...]
     """The overhead pseudo-message (system prompt and tool schemas) followed by the ledger."""
-    weights: dict[str, int]
-    """Calibrated weight of every ledger message, by id."""
+    calibration: Calibration = field(repr=False, compare=False)
     result: ShapeResult
     budget: Budget
     context: int
@@ -50,6 +49,14 @@ class Step:
     @property
     def sent(self) -> tuple[Message, ...]:
         return self.result.final
+
+    @property
+    def weights(self) -> dict[str, int]:
+        """Calibrated weight of every ledger message, by id (the overhead's under `OVERHEAD_ID`).
+
+        Made when first asked for (shaping does not need the whole dict) and shared with the
+        calibration: read it, do not change it (`Calibration.weights(k)` gives a copy)."""
+        return self.calibration._weights_at(self.index)
 
 
 def _policy(policy: str | Policy | None, transcript: Transcript | None = None) -> Policy:
@@ -88,6 +95,7 @@ class Replay:
         self.pipeline = policy.pipeline(messages=transcript.messages)
         self._steps: OrderedDict[int, Step] = OrderedDict()
         self._overhead = overhead_message()
+        self._segments: dict[int, tuple[Segment, dict[str, Message], tuple[Message, ...]]] = {}
 
     @classmethod
     def open(
@@ -113,6 +121,21 @@ class Replay:
             win, source = window, "--window"
         return Replay(self.transcript, chosen, win, source, self.estimator, self.calibration)
 
+    def refreshed(self, transcript: Transcript) -> Replay:
+        """This replay (same policy, window choice, estimator and calibration mode) for
+        `transcript`, a later state of the same session (a followed file that grew). The
+        calibration goes on from where it stopped when `transcript` extends this one's (the same
+        requests so far, ledgers that only grew), so the cost is that of what was added, not of the
+        whole session; otherwise the transcript is calibrated afresh."""
+        if self.window_source == "--window":
+            win, source = self.window, self.window_source
+        else:
+            win, source = resolve_window(transcript, None)
+        calibration = self.calibration.extended(transcript)
+        if calibration is None:
+            calibration = Calibration(transcript, self.estimator, mode=self.calibration.mode)
+        return Replay(transcript, self.policy, win, source, self.estimator, calibration)
+
     def __len__(self) -> int:
         return len(self.transcript.requests)
 
@@ -133,15 +156,18 @@ class Replay:
             self._steps.move_to_end(k)
             return cached
         request = self.transcript.request(k)
-        ledger = (self._overhead, *self.transcript.ledger(k))
+        ledger, base = self._ledger(request)
         sizer = CalibratedEstimator(self.calibration, k, self.estimator)
-        result = self.pipeline.run(ledger, self.budget, sizer)
-        weights = self.calibration.weights(k)
+        # Every ledger message is unchanged here, so the ledger weighs the sum of its calibrated
+        # weights, which the calibration keeps up to date request by request: no sum per request.
+        memo = TokenMemo(sizer)
+        memo.seed_view(ledger, self.calibration.ledger_total(k), prefix_of=base)
+        result = self.pipeline.run(ledger, self.budget, memo)
         step = Step(
             index=k,
             request=request,
             ledger=ledger,
-            weights=weights,
+            calibration=self.calibration,
             result=result,
             budget=self.budget,
             context=self.calibration.context(k),
@@ -152,6 +178,22 @@ class Replay:
         if len(self._steps) > STEP_CACHE:
             self._steps.popitem(last=False)
         return step
+
+    def _ledger(self, request: Request) -> tuple[tuple[Message, ...], tuple[Message, ...] | None]:
+        """The overhead pseudo-message followed by the request's ledger, and the tuple it is the
+        start of: one slice of a tuple kept per segment (consecutive requests share it)."""
+        tr = self.transcript
+        seg = tr.segments[request.segment]
+        by_id = tr._index()
+        hit = self._segments.get(request.segment)
+        if hit is None or hit[0] is not seg or hit[1] is not by_id:
+            self._segments.pop(request.segment, None)
+            whole = tr._segment_tuple(request.segment)
+            if whole is None:
+                return (self._overhead, *tr.ledger_tuple(request.index)), None
+            hit = (seg, by_id, (self._overhead, *whole))
+            self._segments[request.segment] = hit
+        return hit[2][: request.ledger_len + 1], hit[2]
 
     def steps(self) -> Iterator[Step]:
         for k in range(1, len(self) + 1):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from inspector.model import Message
 
@@ -90,6 +90,9 @@ class TokenMemo:
         self.estimator = estimator
         self.name: str = str(getattr(estimator, "name", type(estimator).__name__))
         self._memo: dict[int, tuple[Message, int]] = {}
+        self._views: dict[int, tuple[tuple[Message, ...], int]] = {}
+        """id(view tuple) -> (the tuple, its estimate): a view passed on unchanged is summed once."""
+        self._prefix_of: dict[int, tuple[tuple[Message, ...], tuple[Message, ...]]] = {}
 
     def text(self, text: str) -> int:
         return self.estimator.text(text)
@@ -102,13 +105,110 @@ class TokenMemo:
         self._memo[id(message)] = (message, tokens)
         return tokens
 
+    def seed_view(
+        self, messages: tuple[Message, ...], total: int, prefix_of: tuple[Message, ...] | None = None
+    ) -> None:
+        """Record the estimate of a view the caller already knows (the sum of what the estimator
+        gives for each of `messages`), so it is not summed message by message.
+
+        `prefix_of`: a tuple `messages` is the start of (`messages == prefix_of[:len(messages)]`),
+        so that scans of consecutive views cut from the same tuple need not compare them."""
+        self._views[id(messages)] = (messages, total)
+        if prefix_of is not None:
+            self._prefix_of[id(messages)] = (messages, prefix_of)
+
+    def prefix_of(self, messages: tuple[Message, ...]) -> tuple[Message, ...] | None:
+        """The tuple `messages` was declared a prefix of (`seed_view`), if any."""
+        hit = self._prefix_of.get(id(messages))
+        return hit[1] if hit is not None and hit[0] is messages else None
+
+    def replaced(
+        self, src: tuple[Message, ...], changes: dict[int, Message]
+    ) -> tuple[tuple[Message, ...], int]:
+        """`src` with the messages at the given indexes replaced, and its estimate, computed from
+        the estimate of `src` and the sizes of the messages that changed (the same integer sum)."""
+        out = list(src)
+        total = self.view(src)
+        size = self.message
+        for i, new in changes.items():
+            total += size(new) - size(src[i])
+            out[i] = new
+        result = tuple(out)
+        self._views[id(result)] = (result, total)
+        return result, total
+
     def view(self, messages: Iterable[Message]) -> int:
         """The estimate of a view: the sum of its messages' estimates."""
-        size = self.message
-        return sum(size(m) for m in messages)
+        if type(messages) is tuple:
+            hit = self._views.get(id(messages))
+            if hit is not None and hit[0] is messages:
+                return hit[1]
+            total = sum(map(self.message, messages))
+            self._views[id(messages)] = (messages, total)
+            return total
+        return sum(map(self.message, messages))
 
     def __len__(self) -> int:
         return len(self._memo)
+
+
+R = TypeVar("R")
+
+SCAN_CACHE = 65_536
+"""How many messages a ViewScan remembers the outcome of (then it starts afresh)."""
+
+
+class ViewScan(Generic[R]):
+    """The messages of a view for which `fn` has something to say, in view order, as (index, result).
+
+    `fn` must depend on the message's content alone (not on its place, not on an estimator).
+    Results are kept by message object, and the last view's answer is kept too: the ledgers of
+    consecutive requests extend one another, so a view that starts with the last one (the same
+    messages, compared at C speed, identity first) is answered by looking at its new messages only.
+    Layers keep one per parameter set, across requests.
+    """
+
+    def __init__(self, fn: Callable[[Message], R | None]) -> None:
+        self._fn = fn
+        self._view: tuple[Message, ...] = ()
+        self._base: tuple[Message, ...] | None = None
+        self._hits: list[tuple[int, R]] = []
+        self._per: dict[int, tuple[Message, R | None]] = {}
+
+    def of(self, message: Message) -> R | None:
+        """`fn(message)`, remembered."""
+        hit = self._per.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        got = self._fn(message)
+        if len(self._per) >= SCAN_CACHE:
+            self._per.clear()
+        self._per[id(message)] = (message, got)
+        return got
+
+    def __call__(self, view: tuple[Message, ...], sizer: object = None) -> list[tuple[int, R]]:
+        """The hits of `view`. With `sizer` (the layer's TokenMemo), a view its caller declared to
+        be the start of a tuple the last view was also the start of is known to extend it."""
+        last = self._view
+        n = len(last)
+        base = sizer.prefix_of(view) if isinstance(sizer, TokenMemo) else None
+        if (
+            n and len(view) >= n and ((base is not None and base is self._base) or view[:n] == last)
+        ):  # a tuple comparison checks identity first, element by element, at C speed
+            hits = list(self._hits)
+            start = n
+        else:
+            hits = []
+            start = 0
+        self._base = base
+        of = self.of
+        for i in range(start, len(view)):
+            got = of(view[i])
+            if got is not None:
+                hits.append((i, got))
+        self._view = view
+        self._hits = hits
+        return list(hits)
 
 
 def memo(estimator: Sizer) -> TokenMemo:

@@ -21,6 +21,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from inspector.model import Message, Role, Source, SourceKind, TextBlock, ToolResultBlock
 
@@ -31,6 +32,7 @@ from .base import (
     LayerResult,
     Sizer,
     TokenMemo,
+    ViewScan,
     memo,
     no_change,
     plural,
@@ -105,6 +107,11 @@ class LargeResultPreview:
     label = "large result preview"
     reactive = False
 
+    def __init__(self) -> None:
+        self._scans: dict[int, ViewScan[tuple[Message, int]]] = {}
+        """Per limit: the previewed copy of each message that has a result over it (kept across
+        requests, so a message is looked at and copied once)."""
+
     def apply(
         self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
     ) -> LayerResult:
@@ -114,22 +121,11 @@ class LargeResultPreview:
         limit = budget.tool_result_budget
         out: dict[int, Message] = {}
         decisions: list[Decision] = []
-        for i, m in enumerate(src):
-            if m.pinned:
-                continue
-            blocks = list(m.blocks)
-            longest = 0
-            for j, b in enumerate(blocks):
-                if (
-                    isinstance(b, ToolResultBlock)
-                    and len(b.content) > limit
-                    and not b.content.startswith(PERSISTED_OPEN)
-                ):
-                    longest = max(longest, len(b.content))
-                    blocks[j] = b.model_copy(update={"content": persisted_preview(b.content, b.call_id)})
-            if not longest:
-                continue
-            new = m.model_copy(update={"blocks": tuple(blocks)})
+        scan = self._scans.get(limit)
+        if scan is None:
+            scan = self._scans[limit] = ViewScan(lambda m: _previewed(m, limit))
+        for i, (new, longest) in scan(src, sizer):
+            m = src[i]
             if sizer.message(new) > sizer.message(m):
                 continue
             out[i] = new
@@ -148,13 +144,13 @@ class LargeResultPreview:
             )
         if not out:
             return no_change(self, src, before, f"no tool result over {limit:,} chars", forced)
-        result = tuple(out.get(i, m) for i, m in enumerate(src))
+        result, after = sizer.replaced(src, out)
         return LayerResult(
             name=self.name,
             label=self.label,
             view=result,
             tokens_before=before,
-            tokens_after=sizer.view(result),
+            tokens_after=after,
             fired=True,
             reason=f"{plural(len(out), 'message')} with a tool result over {limit:,} chars previewed",
             decisions=tuple(decisions),
@@ -163,9 +159,33 @@ class LargeResultPreview:
         )
 
 
+def _previewed(m: Message, limit: int) -> tuple[Message, int] | None:
+    """`m` with every result over `limit` chars (not yet a wrapper) previewed, and the longest; or None."""
+    if m.pinned:
+        return None
+    blocks = list(m.blocks)
+    longest = 0
+    for j, b in enumerate(blocks):
+        if (
+            isinstance(b, ToolResultBlock)
+            and len(b.content) > limit
+            and not b.content.startswith(PERSISTED_OPEN)
+        ):
+            longest = max(longest, len(b.content))
+            blocks[j] = b.model_copy(update={"content": persisted_preview(b.content, b.call_id)})
+    if not longest:
+        return None
+    return m.model_copy(update={"blocks": tuple(blocks)}), longest
+
+
 def _when(ts: str | None) -> datetime | None:
     if not ts:
         return None
+    return _parsed_time(ts)
+
+
+@lru_cache(maxsize=4096)
+def _parsed_time(ts: str) -> datetime | None:
     try:
         t = datetime.fromisoformat(ts)
     except ValueError:

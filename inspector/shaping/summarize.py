@@ -146,20 +146,32 @@ class RecordedSummarizer:
     name = "recorded"
 
     def __init__(self, messages: Sequence[Message], fallback: Summarizer | None = None) -> None:
-        self._position = {m.id: k for k, m in enumerate(messages)}
-        self._summaries = [(k, m) for k, m in enumerate(messages) if m.is_summary]
+        self._messages = list(messages)
+        self._index: tuple[dict[str, int], list[tuple[int, Message]]] | None = None
+        """(position of each message id, the recorded summaries with theirs): built when first
+        needed, since most replays never fold anything."""
         self.fallback: Summarizer = fallback if fallback is not None else ExtractiveSummarizer()
         self.last_call_cacheable = True
         self.last_call_recorded = False
+
+    def _indexed(self) -> tuple[dict[str, int], list[tuple[int, Message]]]:
+        if self._index is None:
+            messages = self._messages
+            self._index = (
+                {m.id: k for k, m in enumerate(messages)},
+                [(k, m) for k, m in enumerate(messages) if m.is_summary],
+            )
+        return self._index
 
     def recorded_for(self, messages: Sequence[Message]) -> Message | None:
         """The recorded summary message for a stretch, or None."""
         if not messages:
             return None
-        last = self._position.get(messages[-1].id)
+        position, summaries = self._indexed()
+        last = position.get(messages[-1].id)
         if last is None:
             return None
-        for k, m in self._summaries:
+        for k, m in summaries:
             if k > last:
                 return m
         return None

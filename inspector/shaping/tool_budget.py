@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from inspector.model import Message, ToolResultBlock
 
-from .base import Action, Decision, LayerResult, Sizer, memo, no_change
+from .base import Action, Decision, LayerResult, Sizer, ViewScan, memo, no_change
 from .budget import Budget
 
 TRUNCATION_MARKER = "[truncated {dropped} chars — re-read a narrower range (file_read with offset/limit, or grep) to see the rest]"
@@ -51,6 +51,10 @@ class PerToolResultBudget:
     label = "per-tool budget"
     reactive = False
 
+    def __init__(self) -> None:
+        self._scans: dict[int, ViewScan[_Cuts]] = {}
+        """Per limit: the cut copies of each message with a result over it (kept across requests)."""
+
     def apply(
         self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
     ) -> LayerResult:
@@ -58,18 +62,18 @@ class PerToolResultBudget:
         src = tuple(view)
         before = sizer.view(src)
         limit = budget.tool_result_budget
-        out: list[Message] | None = None
+        out: dict[int, Message] | None = None
         decisions: list[Decision] = []
-        for i, m in enumerate(src):
-            if m.pinned or not any(
-                isinstance(b, ToolResultBlock) and len(b.content) > limit for b in m.blocks
-            ):
-                continue
-            new, dropped, longest = self._cut(m, limit, sizer)
+        scan = self._scans.get(limit)
+        if scan is None:
+            scan = self._scans[limit] = ViewScan(lambda m: _Cuts(m, limit) if _over(m, limit) else None)
+        for i, cuts in scan(src, sizer):
+            m = src[i]
+            new, dropped, longest = cuts.first_fitting(sizer)
             if new is None:
                 continue
             if out is None:
-                out = list(src)
+                out = {}
             out[i] = new
             decisions.append(
                 Decision(
@@ -86,8 +90,7 @@ class PerToolResultBudget:
             )
         if out is None:
             return no_change(self, src, before, f"no tool result over {limit:,} chars", forced)
-        result = tuple(out)
-        after = sizer.view(result)
+        result, after = sizer.replaced(src, out)
         return LayerResult(
             name=self.name,
             label=self.label,
@@ -125,3 +128,62 @@ class PerToolResultBudget:
             if not any(heads.values()):
                 return None, 0, max(over.values())
             heads = {j: max(0, h - max(16, h // 8)) for j, h in heads.items()}
+
+
+def _over(m: Message, limit: int) -> bool:
+    return not m.pinned and any(isinstance(b, ToolResultBlock) and len(b.content) > limit for b in m.blocks)
+
+
+class _Cuts:
+    """The cut copies `PerToolResultBudget._cut` tries for one message, in order, made once each.
+
+    Which one is taken depends on the estimator (the first not sized above the original), so the
+    sequence is kept and walked again at every request; the copies themselves are the same objects.
+    """
+
+    __slots__ = ("_heads", "_tried", "longest", "message", "over")
+
+    def __init__(self, m: Message, limit: int) -> None:
+        self.message = m
+        self.over = {
+            j: len(b.content)
+            for j, b in enumerate(m.blocks)
+            if isinstance(b, ToolResultBlock) and len(b.content) > limit
+        }
+        self.longest = max(self.over.values())
+        self._heads: dict[int, int] | None = {j: fitted_head(n, limit) for j, n in self.over.items()}
+        self._tried: list[tuple[Message, int, bool]] = []
+        """(copy, chars dropped, whether every head was already empty)."""
+
+    def _candidate(self, i: int) -> tuple[Message, int, bool] | None:
+        while len(self._tried) <= i:
+            heads = self._heads
+            if heads is None:
+                return None
+            m = self.message
+            blocks = list(m.blocks)
+            dropped = 0
+            for j, h in heads.items():
+                b = blocks[j]
+                assert isinstance(b, ToolResultBlock)
+                blocks[j] = b.model_copy(update={"content": b.content[:h] + marker(self.over[j] - h)})
+                dropped += self.over[j] - h
+            empty = not any(heads.values())
+            self._tried.append((m.model_copy(update={"blocks": tuple(blocks)}), dropped, empty))
+            self._heads = None if empty else {j: max(0, h - max(16, h // 8)) for j, h in heads.items()}
+        return self._tried[i]
+
+    def first_fitting(self, sizer: Sizer) -> tuple[Message | None, int, int]:
+        """What `_cut` returns: (cut message or None, chars dropped, longest original result length)."""
+        original = sizer.message(self.message)
+        i = 0
+        while True:
+            got = self._candidate(i)
+            if got is None:
+                return None, 0, self.longest
+            new, dropped, empty = got
+            if sizer.message(new) <= original:
+                return new, dropped, self.longest
+            if empty:
+                return None, 0, self.longest
+            i += 1

@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from inspector.model import Message, ToolResultBlock
 
 from .base import (
+    SCAN_CACHE,
     Action,
     Decision,
     LayerResult,
     Sizer,
+    ViewScan,
     memo,
     no_change,
     ordinal,
@@ -36,21 +38,34 @@ class ResultSlot:
     tool: str
 
 
-def compactable_results(view: Sequence[Message], compactable: frozenset[str]) -> list[ResultSlot]:
+_Facts = tuple[tuple[tuple[str, str], ...], tuple[tuple[int, str], ...]]
+"""A message's tool calls (id, name) and its result blocks (block index, call id)."""
+
+
+def _facts(m: Message) -> _Facts | None:
+    calls = tuple((c.id, c.name) for c in m.tool_calls)
+    results = tuple((j, b.call_id) for j, b in enumerate(m.blocks) if isinstance(b, ToolResultBlock))
+    return (calls, results) if calls or results else None
+
+
+def compactable_results(
+    view: Sequence[Message], compactable: frozenset[str], facts: list[tuple[int, _Facts]] | None = None
+) -> list[ResultSlot]:
     """Results of compactable tools, in the order their calls were issued (orphans left out).
 
     The tool is the one the call names (a result's own `tool_name` is not trusted over it).
+    `facts` (from a `ViewScan` of `_facts` over `view`) saves looking at every block again.
     """
+    if facts is None:
+        facts = [(i, f) for i, m in enumerate(view) if (f := _facts(m)) is not None]
     order: dict[str, tuple[int, str]] = {}
-    for m in view:
-        for c in m.tool_calls:
-            order.setdefault(c.id, (len(order), c.name))
+    for _, (calls, _results) in facts:
+        for cid, name in calls:
+            order.setdefault(cid, (len(order), name))
     slots: list[ResultSlot] = []
-    for i, m in enumerate(view):
-        for j, b in enumerate(m.blocks):
-            if not isinstance(b, ToolResultBlock):
-                continue
-            call = order.get(b.call_id)
+    for i, (_calls, results) in facts:
+        for j, call_id in results:
+            call = order.get(call_id)
             if call is None:
                 continue
             if is_compactable(call[1], compactable):
@@ -59,21 +74,41 @@ def compactable_results(view: Sequence[Message], compactable: frozenset[str]) ->
     return slots
 
 
+_Replaced = dict[tuple[int, tuple[tuple[int, str], ...]], tuple[Message, Message]]
+
+
 def replace_results(
-    view: Sequence[Message], targets: Iterable[ResultSlot], content_for: dict[tuple[int, int], str]
+    view: Sequence[Message],
+    targets: Iterable[ResultSlot],
+    content_for: dict[tuple[int, int], str],
+    made: _Replaced | None = None,
 ) -> dict[int, Message]:
-    """New messages (by view index) with the given result blocks' content replaced."""
+    """New messages (by view index) with the given result blocks' content replaced.
+
+    `made` remembers copies across calls (keyed by the original message and the replacements), so
+    the same message cleared at many requests is the same object each time."""
     by_message: dict[int, list[ResultSlot]] = {}
     for s in targets:
         by_message.setdefault(s.message, []).append(s)
     out: dict[int, Message] = {}
     for i, slots in by_message.items():
-        blocks = list(view[i].blocks)
+        m = view[i]
+        key = (id(m), tuple((s.block, content_for[(s.message, s.block)]) for s in slots))
+        if made is not None:
+            hit = made.get(key)
+            if hit is not None and hit[0] is m:
+                out[i] = hit[1]
+                continue
+        blocks = list(m.blocks)
         for s in slots:
             b = blocks[s.block]
             assert isinstance(b, ToolResultBlock)
             blocks[s.block] = b.model_copy(update={"content": content_for[(s.message, s.block)]})
-        out[i] = view[i].model_copy(update={"blocks": tuple(blocks)})
+        out[i] = m.model_copy(update={"blocks": tuple(blocks)})
+        if made is not None:
+            if len(made) >= SCAN_CACHE:
+                made.clear()
+            made[key] = (m, out[i])
     return out
 
 
@@ -96,6 +131,8 @@ class ToolOutputClear:
 
     def __init__(self, compactable: Iterable[str] = DEFAULT_COMPACTABLE_TOOLS) -> None:
         self.compactable = canonical_set(compactable)
+        self._scan: ViewScan[_Facts] = ViewScan(_facts)
+        self._made: _Replaced = {}
 
     def apply(
         self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
@@ -111,7 +148,7 @@ class ToolOutputClear:
             return unchanged(under_trigger(before, budget))
         cause = pressure(before, budget, forced)
         keep = budget.results_kept
-        slots = compactable_results(src, self.compactable)
+        slots = compactable_results(src, self.compactable, self._scan(src, sizer))
         free = [s for s in slots if not src[s.message].pinned]
         total = len(free)
         split = max(0, total - keep)
@@ -119,7 +156,9 @@ class ToolOutputClear:
         rank = {(s.message, s.block): total - k for k, s in enumerate(free)}
 
         targets = [s for s in older if len(CLEARED_CONTENT) < len(self._content(src, s))]
-        changed = replace_results(src, targets, {(s.message, s.block): CLEARED_CONTENT for s in targets})
+        changed = replace_results(
+            src, targets, {(s.message, s.block): CLEARED_CONTENT for s in targets}, self._made
+        )
         # A message an estimator would size higher after clearing is left as it was.
         changed = {i: new for i, new in changed.items() if sizer.message(new) <= sizer.message(src[i])}
         if not changed:

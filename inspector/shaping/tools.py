@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 OPENCOLLAB_TOOLS: tuple[str, ...] = ("bash", "file_read", "grep", "git_diff", "run_tests")
 """OpenCollab's own compactable set."""
@@ -61,6 +62,7 @@ def _squash(name: str) -> str:
     return _NOT_ALNUM.sub("", name.lower())
 
 
+@lru_cache(maxsize=1024)
 def canonical_tool(name: str) -> str:
     """The canonical name of a tool: `Read`, `read_file`, `file-read` -> `file_read`.
 

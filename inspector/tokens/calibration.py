@@ -55,11 +55,15 @@ predictions (plain local estimates when nothing was ever reported).
 from __future__ import annotations
 
 import bisect
+import gc
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from itertools import repeat
+from operator import itemgetter, mul, sub
 from typing import Literal
 
 from inspector.model import (
@@ -67,7 +71,10 @@ from inspector.model import (
     MediaBlock,
     Message,
     ReasoningBlock,
+    RecordedEvent,
+    Request,
     Role,
+    Segment,
     Source,
     SourceKind,
     TextBlock,
@@ -85,8 +92,29 @@ CLEARED_TEXT = "[Old tool result content cleared]"
 Mode = Literal["proportional", "delta"]
 MODES: tuple[Mode, ...] = ("proportional", "delta")
 
+CHANGED_CACHE = 65_536
+"""How many changed messages (truncated, cleared copies) a calibration remembers the features of."""
+
 FINAL_FRACTION = 0.5
 """A response's reported output is trusted when it reaches this share of its predicted visible cost."""
+
+
+@contextmanager
+def _paused_gc() -> Iterator[None]:
+    """No cyclic garbage collection while a pass allocates many small objects (it frees few of
+    them; collections over a large transcript would only rescan it). Afterwards what it built goes
+    straight to the oldest generation (freeze then unfreeze moves objects without scanning; only
+    when nothing else is frozen), so young collections do not rescan it either."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
+            gc.enable()
 
 
 def overhead_message() -> Message:
@@ -166,6 +194,17 @@ def _clamp(name: str, value: float) -> float:
     return value
 
 
+def _bounds(name: str) -> tuple[float, float]:
+    """(lo, hi) with `min(max(v, lo), hi) == _clamp(name, v)` for every float v (NaN included)."""
+    if name in KIND_NAMES:
+        return RATIO_BOUNDS
+    if name in ("signature", "media"):
+        return (0.0, math.inf)
+    if name.startswith("result:"):
+        return (-0.8, 3.0)
+    return (-math.inf, math.inf)
+
+
 def block_text(block: ToolCallBlock) -> str:
     args = (
         block.arguments
@@ -204,28 +243,37 @@ def _add(x: Features, name: str, v: float) -> None:
         x[name] = x.get(name, 0.0) + v
 
 
-def parts_of(message: Message, sizes: Sequence[int]) -> Parts:
-    """Parts of `message` given the base-estimator sizes of its texts (in `_texts_of` order)."""
+def parts_of(message: Message, sizes: Sequence[int], texts: Sequence[str] | None = None) -> Parts:
+    """Parts of `message` given the base-estimator sizes of its texts (in `_texts_of` order).
+
+    `texts`, when given, are the message's `_texts_of` (so tool calls are not serialized again)."""
     x: Features = {}
     it = iter(sizes)
+    tx = iter(texts) if texts is not None else None
     thinking = False
     blocks = 0
     for b in message.blocks:
         blocks += 1
         if isinstance(b, TextBlock):
             _add(x, "text", next(it))
+            if tx is not None:
+                next(tx)
         elif isinstance(b, ReasoningBlock):
             thinking = True
             _add(x, "thinking", next(it))
+            if tx is not None:
+                next(tx)
             if b.signed or b.redacted:
                 _add(x, "signature", b.signature_chars)
         elif isinstance(b, ToolCallBlock):
             _add(x, "tool_call", next(it))
-            text = block_text(b)
+            text = next(tx) if tx is not None else block_text(b)
             _add(x, "tool_call_chars", len(text))
             _add(x, "tool_call_lines", text.count("\\n") + text.count("\n"))
         elif isinstance(b, ToolResultBlock):
             n = next(it)
+            if tx is not None:
+                next(tx)
             tool = b.tool_name or "?"
             _add(x, "tool_result", n)
             _add(x, "tool_result_chars", len(b.content))
@@ -254,7 +302,13 @@ class Coefficients:
         return got if got is not None else _clamp(name, prior(name, self._ratio)[0])
 
     def predict(self, x: Features) -> float:
-        return sum(self.coef(n) * v for n, v in x.items())
+        coef = self._coef
+        try:
+            # the same products, summed in the same order, at C speed (every name known)
+            total: float = sum(map(mul, map(coef.__getitem__, x), x.values()))
+            return total
+        except KeyError:
+            return sum(self.coef(n) * v for n, v in x.items())
 
     def kind_ratio(self, kind: Kind) -> float:
         return self.coef(kind.value)
@@ -275,6 +329,8 @@ class CostModel(Coefficients):
         self.theta: list[float] = []
         self.P: list[list[float]] = []
         """(prior precision + sum of w x x^T)^-1, in units of the noise variance."""
+        self.bounds: list[tuple[float, float]] = []
+        """Per coefficient: what `_clamp` keeps it within (-inf/inf where it does not)."""
         self.n = 0
         for name in PRIORS:
             self._ensure(name)
@@ -291,6 +347,7 @@ class CostModel(Coefficients):
                 row.append(0.0)
             self.P.append([0.0] * i + [(sd / NOISE_SD) ** 2])
             self._coef[name] = _clamp(name, mean)
+            self.bounds.append(_bounds(name))
         return i
 
     def snapshot(self) -> Coefficients:
@@ -306,7 +363,16 @@ class CostModel(Coefficients):
             return
         theta, P = self.theta, self.P
         err = y - sum(theta[i] * v for i, v in nz)
-        px = [sum(row[i] * v for i, v in nz) for row in P]
+        # The same arithmetic as `[sum(row[i] * v for i, v in nz) for row in P]`, term for term and
+        # in the same order, at C speed (itemgetter picks the columns, map multiplies).
+        idx = [i for i, _ in nz]
+        vals = [v for _, v in nz]
+        if len(idx) == 1:
+            j, v0 = idx[0], vals[0]
+            px = [sum((row[j] * v0,)) for row in P]
+        else:
+            pick = itemgetter(*idx)
+            px = [sum(map(mul, pick(row), vals)) for row in P]
         xpx = sum(v * px[i] for i, v in nz)
         # robust weight: an error far beyond what the model's own uncertainty and the noise allow
         # (a harness reminder, a hook's output) teaches the ratios little (Cauchy weights)
@@ -315,13 +381,15 @@ class CostModel(Coefficients):
         w = 1.0 / (1.0 + (z / ROBUST_C) ** 2) if robust else 1.0
         w *= (NOISE_SD / noise) ** 2
         denom = 1.0 / w + xpx
-        k = [p / denom for p in px]
-        for i, ki in enumerate(k):
+        coef, names, bounds = self._coef, self.names, self.bounds
+        for i, p in enumerate(px):
+            ki = p / denom
             if ki:
                 theta[i] += ki * err
-                P[i] = [pij - ki * pj for pij, pj in zip(P[i], px, strict=True)]
-        for name, i in self.index.items():
-            self._coef[name] = _clamp(name, theta[i])
+                # P[i] = [pij - ki * pj for pij, pj in zip(P[i], px)], at C speed
+                P[i] = list(map(sub, P[i], map(mul, repeat(ki), px)))
+                lo, hi = bounds[i]
+                coef[names[i]] = min(max(theta[i], lo), hi)  # `_clamp`, without the call
         self.n += 1
 
 
@@ -384,27 +452,38 @@ class CalibratedEstimator:
         self._cal = calibration
         self._k = k
         self._base = base
-        self._weights = calibration.weights(k)
-        self._ledger = {m.id: m for m in calibration.transcript.ledger(k)}
+        self._index = calibration.transcript._index()
+        # Weights are looked up one message at a time where the calibration can (no dict of the
+        # whole ledger per request); else the calibration's cached dict, shared and read only.
+        lazy = calibration._lazy_positions(k)
+        self._pos, self._len = lazy if lazy is not None else ({}, 0)
+        self._weights = calibration._weights_at(k) if lazy is None else None
 
     def text(self, text: str) -> int:
         return self._cal.changed_text(self._k, text, self._base)
 
+    def _weight(self, mid: str) -> int | None:
+        """`Calibration.weights(k).get(mid)`: the weight of a ledger message (or the overhead)."""
+        if self._weights is not None:
+            return self._weights.get(mid)
+        if mid != OVERHEAD_ID:
+            p = self._pos.get(mid)
+            if p is None or p >= self._len:
+                return None
+        return self._cal.weight_of(self._k, mid)
+
     def message(self, message: Message) -> int:
         if message.id == OVERHEAD_ID:
-            return self._weights.get(OVERHEAD_ID, 0)
-        orig = self._ledger.get(message.id)
-        w = self._weights.get(message.id)
+            return self._weight(OVERHEAD_ID) or 0
+        # weights are kept for exactly the ledger's ids: a ledger message is the transcript's own object
+        w = self._weight(message.id)
+        orig = self._index.get(message.id) if w is not None else None
         if orig is not None and w is not None and (message is orig or message == orig):
             return w
         pred = self._cal.changed_message(self._k, message, self._base)
-        if orig is not None and w is not None and _text_len(message) <= _text_len(orig):
+        if orig is not None and w is not None and self._cal._text_len(message) <= self._cal._text_len(orig):
             pred = min(pred, w)
         return pred
-
-
-def _text_len(m: Message) -> int:
-    return sum(len(t) for t in _texts_of(m))
 
 
 @dataclass(slots=True)
@@ -434,6 +513,14 @@ class Calibration:
         self._versions: dict[str, _Versions] = {}
         self._steps: list[_Step] = [_Step() for _ in transcript.requests]
         self._weights_cache: dict[int, dict[str, int]] = {}
+        self._totals: dict[int, int] = {}
+        self._positions: dict[int, tuple[Segment, dict[str, int] | None]] = {}
+        """Request -> the sum of its ledger's weights (overhead included), where already known."""
+        self._changes: dict[int, list[str]] = {}
+        """Request -> ids whose weight was (re)set at it (for stepping the weights forward)."""
+        self._models: list[Coefficients] | None = None
+        self._changed: dict[int, tuple[Message, Estimator | None, Features | None, int]] = {}
+        """id(message) -> (message, base, features, text length) of messages sized as changed."""
         self._spent: list[int] = []
         self._overhead_estimate = 0
         self._prefix: list[list[int]] = []
@@ -442,29 +529,107 @@ class Calibration:
         self.first_report: int | None = next(
             (r.index for r in transcript.requests if r.usage is not None), None
         )
-        if mode == "delta":
-            self._prefetch_sizes()
-            _DeltaRun(self).run()
-        else:
-            self._prefetch_local()
-            self._run_proportional()
-        self._cumulative_spend()
+        with _paused_gc():
+            self._run: _DeltaRun | None = None
+            if mode == "delta":
+                self._prefetch_sizes()
+                self._run = _DeltaRun(self)
+                self._run.run()
+            else:
+                self._prefetch_local()
+                self._run_proportional()
+            self._cumulative_spend()
 
     # -- sizes -------------------------------------------------------------------------------
 
-    def _prefetch_sizes(self) -> None:
+    def extended(self, transcript: Transcript) -> Calibration | None:
+        """The calibration of `transcript`, a later state of this one's (a file that grew: the same
+        requests so far, whose ledgers only grew, more after them), going on from where this pass
+        stopped instead of starting over; None when `transcript` does not simply extend this one
+        (then calibrate it afresh). This calibration is left as it was."""
+        old = self.transcript
+        run = self._run
+        n = len(old.requests)
+        if (
+            run is None
+            or n == 0
+            or len(transcript.requests) < n
+            or len(transcript.segments) < len(old.segments)
+        ):
+            return None
+
+        def key(r: Request) -> tuple[object, ...]:
+            # not the output: the last response may still be streaming (it counts from the next request)
+            return (r.index, r.segment, r.ledger_len, r.response_id, r.usage.context if r.usage else None)
+
+        if any(
+            key(a) != key(b)
+            for a, b in zip(
+                old.requests[-64:], transcript.requests[n - len(old.requests[-64:]) : n], strict=True
+            )
+        ):
+            return None
+        for a, b in zip(old.segments, transcript.segments, strict=False):
+            if b.message_ids[: len(a.message_ids)] != a.message_ids:
+                return None
+        if [e for e in _micro_events(old) if e.after_request < n] != [
+            e for e in _micro_events(transcript) if e.after_request < n
+        ]:
+            return None
+        last = old.requests[-1]
+        held = old.segments[last.segment].message_ids[: last.ledger_len]
+        index = transcript._index()
+        old_index = old._index()
+        if any(index.get(mid) != old_index.get(mid) for mid in held[-32:]):
+            return None
+        new = Calibration.__new__(Calibration)
+        new.__dict__.update(self.__dict__)
+        new.transcript = transcript
+        # sizes: messages not in the last ledger may have changed (a response still streaming)
+        known = set(held)
+        for seg in old.segments[: last.segment]:
+            known.update(seg.message_ids)
+        new._sizes = {mid: v for mid, v in self._sizes.items() if mid in known}
+        new._parts = {mid: v for mid, v in self._parts.items() if mid in known}
+        new._local = {mid: v for mid, v in self._local.items() if mid in known}
+        new._prefetch_sizes([m for m in transcript.messages if m.id not in known])
+        # weights set from here on are of the current segment's messages and the overhead
+        new._versions = dict(self._versions)
+        for mid in (OVERHEAD_ID, *transcript.segments[last.segment].message_ids):
+            ver = new._versions.get(mid)
+            if ver is not None:
+                new._versions[mid] = _Versions(list(ver.at), list(ver.value))
+        new._changes = dict(self._changes)
+        new._steps = self._steps + [_Step() for _ in transcript.requests[n:]]
+        new._weights_cache = {}
+        new._totals = {}
+        new._positions = {}
+        new._models = None
+        new._changed = {}
+        new._spent = []
+        new.first_report = next((r.index for r in transcript.requests if r.usage is not None), None)
+        with _paused_gc():
+            new._run = run.clone(new)
+            new._run.run(start=n)
+            new._cumulative_spend()
+        return new
+
+    def _prefetch_sizes(self, messages: Sequence[Message] | None = None) -> None:
         """Size every block once, in one batch when the estimator can batch (tiktoken)."""
         texts: list[str] = []
-        owners: list[tuple[str, int]] = []
-        for m in self.transcript.messages:
+        owners: list[tuple[Message, int]] = []
+        for m in self.transcript.messages if messages is None else messages:
             ts = _texts_of(m)
-            owners.append((m.id, len(ts)))
+            owners.append((m, len(ts)))
             texts.extend(ts)
         batch = getattr(self.estimator, "texts", None)
         sizes = list(batch(texts)) if callable(batch) else [self.estimator.text(t) for t in texts]
         pos = 0
-        for mid, n in owners:
-            self._sizes[mid] = sizes[pos : pos + n]
+        for m, n in owners:
+            mine = sizes[pos : pos + n]
+            self._sizes[m.id] = mine
+            # the last message with an id wins, as in `{m.id: m for m in messages}`
+            self._parts[m.id] = parts_of(m, mine, texts[pos : pos + n])
             pos += n
 
     def _prefetch_local(self) -> None:
@@ -496,6 +661,11 @@ class Calibration:
         if ver is None:
             ver = self._versions[mid] = _Versions()
         ver.set(k, v)
+        changes = self._changes.get(k)
+        if changes is None:
+            self._changes[k] = [mid]
+        else:
+            changes.append(mid)
 
     def _cumulative_spend(self) -> None:
         total = 0
@@ -587,6 +757,10 @@ class Calibration:
 
         At a request with usage they sum exactly to `usage.context`.
         """
+        return dict(self._weights_at(k))
+
+    def _weights_at(self, k: int) -> dict[str, int]:
+        """`weights(k)`, cached and shared: callers must not change it."""
         self._check(k)
         cached = self._weights_cache.get(k)
         if cached is None:
@@ -597,16 +771,140 @@ class Calibration:
                 cached = {OVERHEAD_ID: 0}
                 cached.update({m.id: self.local(m) for m in self.transcript.ledger(k)})
             else:
-                ov = self._versions.get(OVERHEAD_ID)
-                cached = {OVERHEAD_ID: (ov.get(k) if ov is not None else None) or 0}
-                for m in self.transcript.ledger(k):
-                    ver = self._versions.get(m.id)
-                    v = ver.get(k) if ver is not None else None
-                    cached[m.id] = v if v is not None else self.local(m)
+                cached = self._weights_stepped(k)
+                if cached is None:
+                    ov = self._versions.get(OVERHEAD_ID)
+                    cached = {OVERHEAD_ID: (ov.get(k) if ov is not None else None) or 0}
+                    for m in self.transcript.ledger(k):
+                        ver = self._versions.get(m.id)
+                        v = ver.get(k) if ver is not None else None
+                        cached[m.id] = v if v is not None else self.local(m)
             if len(self._weights_cache) >= 64:
+                # keep the previous request's weights: stepping forward builds on them
+                prev = self._weights_cache.get(k - 1)
+                prev_total = self._totals.get(k - 1)
                 self._weights_cache.clear()
+                self._totals = {k: self._totals[k]} if k in self._totals else {}
+                if prev is not None:
+                    self._weights_cache[k - 1] = prev
+                    if prev_total is not None:
+                        self._totals[k - 1] = prev_total
             self._weights_cache[k] = cached
-        return dict(cached)
+        return cached
+
+    def ledger_total(self, k: int) -> int:
+        """The sum of the weights of request k's ledger, overhead included, one term per message
+        (what summing `CalibratedEstimator(self, k).message` over the overhead and the ledger gives).
+
+        Stepping forward it is kept up to date from the request before: the weights (re)set at k
+        and the messages added since, no pass over the ledger."""
+        self._check(k)
+        total = self._totals.get(k)
+        if total is None:
+            total = self._total_stepped(k)
+        if total is None:
+            weights = self._weights_at(k)
+            total = self._totals.get(k)
+            if total is None:
+                tr = self.transcript
+                req = tr.request(k)
+                ids = tr.segments[req.segment].message_ids[: req.ledger_len]
+                total = weights.get(OVERHEAD_ID, 0) + sum(map(weights.__getitem__, ids))
+        self._totals[k] = total
+        return total
+
+    def _total_stepped(self, k: int) -> int | None:
+        if k < 2 or self._lazy_positions(k) is None or self._lazy_positions(k - 1) is None:
+            return None
+        prev = self._totals.get(k - 1)
+        if prev is None:
+            return None
+        tr = self.transcript
+        req, before = tr.requests[k - 1], tr.requests[k - 2]
+        if req.segment != before.segment or req.ledger_len < before.ledger_len:
+            return None
+        pos = self._segment_positions(req.segment)
+        assert pos is not None
+        total = prev
+        weight = self.weight_of
+        for mid in set(self._changes.get(k, ())):
+            if mid == OVERHEAD_ID or pos.get(mid, before.ledger_len) < before.ledger_len:
+                total += weight(k, mid) - weight(k - 1, mid)
+        for mid in tr.segments[req.segment].message_ids[before.ledger_len : req.ledger_len]:
+            total += weight(k, mid)
+        return total
+
+    def _segment_positions(self, segment: int) -> dict[str, int] | None:
+        """Message id -> position in the segment; None when an id is there twice (or is the
+        overhead's): then weights are only read from whole dicts."""
+        seg = self.transcript.segments[segment]
+        hit = self._positions.get(segment)
+        if hit is not None and hit[0] is seg:
+            return hit[1]
+        ids = seg.message_ids
+        pos = {mid: i for i, mid in enumerate(ids)}
+        found = pos if len(pos) == len(ids) and OVERHEAD_ID not in pos else None
+        self._positions[segment] = (seg, found)
+        return found
+
+    def _lazy_positions(self, k: int) -> tuple[dict[str, int], int] | None:
+        """(segment positions, ledger length) when request k's weights can be read one by one."""
+        if self.mode != "delta" or self.first_report is None or k < self.first_report:
+            return None
+        req = self.transcript.requests[k - 1]
+        pos = self._segment_positions(req.segment)
+        return (pos, req.ledger_len) if pos is not None else None
+
+    def weight_of(self, k: int, mid: str) -> int:
+        """The weight at request k of a message of its ledger (or of the overhead), as in
+        `weights(k)`, without building the dict (delta mode, from the first report on)."""
+        if self._lazy_positions(k) is None:
+            return self._weights_at(k)[mid]
+        ver = self._versions.get(mid)
+        v = ver.get(k) if ver is not None else None
+        if mid == OVERHEAD_ID:
+            return v or 0
+        return v if v is not None else self.local(self.transcript._index()[mid])
+
+    def _weights_stepped(self, k: int) -> dict[str, int] | None:
+        """The weights at k from those at k-1 (when cached and the ledger only grew): only the
+        weights (re)set at k and the messages added since change. None when that does not apply."""
+        if k - 1 < (self.first_report or 1):
+            return None
+        prev = self._weights_cache.get(k - 1)
+        if prev is None:
+            return None
+        tr = self.transcript
+        req, before = tr.requests[k - 1], tr.requests[k - 2]
+        if req.segment != before.segment or req.ledger_len < before.ledger_len:
+            return None
+        out = dict(prev)
+        total = self._totals.get(k - 1)
+        if len(prev) != before.ledger_len + 1:
+            total = None  # an id twice in the ledger: the sum is not the sum of the dict
+        versions = self._versions
+        for mid in self._changes.get(k, ()):
+            if mid in out:
+                v = versions[mid].get(k)
+                if v is not None:
+                    if total is not None:
+                        total += v - out[mid]
+                    out[mid] = v
+        if req.ledger_len > before.ledger_len:
+            by_id = tr._index()
+            for mid in tr.segments[req.segment].message_ids[before.ledger_len : req.ledger_len]:
+                ver = versions.get(mid)
+                v = ver.get(k) if ver is not None else None
+                w = v if v is not None else self.local(by_id[mid])
+                if total is not None:
+                    if mid in out:
+                        total = None
+                    else:
+                        total += w
+                out[mid] = w
+        if total is not None:
+            self._totals[k] = total
+        return out
 
     def predicted(self, k: int) -> int | None:
         """The input predicted for request k from the weights before it (None before any report)."""
@@ -637,11 +935,16 @@ class Calibration:
     def model_at(self, k: int) -> Coefficients:
         """The delta mode's cost model as learned through request k."""
         self._check(k)
-        for j in range(k, 0, -1):
-            m = self._steps[j - 1].model
-            if m is not None:
-                return m
-        return Coefficients(ratio=PRIOR_RATIO.get(self.estimator.name, 1.0))
+        models = self._models
+        if models is None:
+            last = Coefficients(ratio=PRIOR_RATIO.get(self.estimator.name, 1.0))
+            models = []
+            for step in self._steps:
+                if step.model is not None:
+                    last = step.model
+                models.append(last)
+            self._models = models
+        return models[k - 1]
 
     def ratios(self, k: int) -> dict[str, float]:
         """What was learned by request k: the cost model's coefficients, or the proportional scale."""
@@ -658,8 +961,33 @@ class Calibration:
         """What a message that is not (or no longer) as in the ledger costs at request k."""
         if self.mode == "proportional":
             return round(self._steps[k - 1].scale * base.message(message))
-        sizes = [base.text(t) for t in _texts_of(message)]
-        return max(0, round(self.model_at(k).predict(parts_of(message, sizes).x)))
+        x = self._changed_entry(message, base)[2]
+        assert x is not None
+        return max(0, round(self.model_at(k).predict(x)))
+
+    def _changed_entry(
+        self, message: Message, base: Estimator | None
+    ) -> tuple[Message, Estimator | None, Features | None, int]:
+        """(message, base, features by `base`, text length), cached by message object."""
+        hit = self._changed.get(id(message))
+        if hit is not None and hit[0] is message and (base is None or hit[1] is base):
+            return hit
+        texts = _texts_of(message)
+        x = None
+        if base is not None:
+            x = parts_of(message, [base.text(t) for t in texts], texts).x
+        entry = (message, base, x, sum(len(t) for t in texts))
+        if len(self._changed) >= CHANGED_CACHE:
+            self._changed.clear()
+        self._changed[id(message)] = entry
+        return entry
+
+    def _text_len(self, message: Message) -> int:
+        """Characters of a message's texts (cached by message object)."""
+        hit = self._changed.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[3]
+        return self._changed_entry(message, None)[3]
 
     def estimator_at(self, k: int, base: Estimator) -> CalibratedEstimator:
         """An Estimator for shaping request k: calibrated weights for unchanged ledger messages."""
@@ -678,6 +1006,37 @@ class _Pending:
     x: Features
     """Its features for learning (none for the known part)."""
     think: float
+
+
+def _outputs(transcript: Transcript) -> dict[str, int]:
+    return {
+        r.response_id: r.usage.output
+        for r in transcript.requests
+        if r.response_id is not None and r.usage is not None
+    }
+
+
+def _micro_events(transcript: Transcript) -> list[RecordedEvent]:
+    return sorted(
+        (e for e in transcript.events if e.kind is EventKind.MICROCOMPACT and e.cleared_tool_ids),
+        key=lambda e: e.after_request,
+    )
+
+
+@dataclass(slots=True)
+class _RunState:
+    """Where the delta pass stands between two requests (so a longer transcript can go on)."""
+
+    mi: int = 0
+    seg: int = -1
+    ids: tuple[str, ...] = ()
+    pos: dict[str, int] = field(default_factory=dict)
+    seen: int = 0
+    last_report: int | None = None
+    pending: dict[str, _Pending] = field(default_factory=dict)
+    removed: float = 0.0
+    xadj: Features = field(default_factory=dict)
+    stripped_to: int = 0
 
 
 class _DeltaRun:
@@ -699,11 +1058,8 @@ class _DeltaRun:
         self.cleared_calls: set[str] = set()
         self.score_keep = 0.0
         self.score_strip = 0.0
-        self.outputs = {
-            r.response_id: r.usage.output
-            for r in cal.transcript.requests
-            if r.response_id is not None and r.usage is not None
-        }
+        self.outputs = _outputs(cal.transcript)
+        self.state = _RunState()
 
     # -- the model's view of one message ---------------------------------------------------
 
@@ -751,25 +1107,30 @@ class _DeltaRun:
         if k is not None:
             self.cal._set(mid, k, w)
 
-    def run(self) -> None:
+    def run(self, start: int = 0) -> None:
+        """Requests `start` (0-based) onward; the pass's state is kept, so a longer transcript can
+        go on from where this one stopped (`Calibration.extended`)."""
         cal = self.cal
         tr = cal.transcript
-        by_id = {m.id: m for m in tr.messages}
-        micro = sorted(
-            (e for e in tr.events if e.kind is EventKind.MICROCOMPACT and e.cleared_tool_ids),
-            key=lambda e: e.after_request,
-        )
-        mi = 0
-        seg = -1
-        ids: tuple[str, ...] = ()
-        pos: dict[str, int] = {}
-        seen = 0  # ledger length at the previous request
-        last_report: int | None = None  # context of the last report in this segment
-        pending: dict[str, _Pending] = {}
-        removed = 0.0  # tokens taken off calibrated weights since the last report
-        xadj: Features = {}  # features of model-sized content taken off since the last report
-        stripped_to = 0  # ledger position before which reasoning has been stripped
-        for req in tr.requests:
+        by_id = tr._index()
+        micro = _micro_events(tr)
+        st = self.state
+        mi = st.mi
+        seg = st.seg
+        ids: tuple[str, ...] = st.ids
+        pos: dict[str, int] = st.pos
+        seen = st.seen  # ledger length at the previous request
+        last_report: int | None = st.last_report  # context of the last report in this segment
+        pending: dict[str, _Pending] = st.pending
+        removed = st.removed  # tokens taken off calibrated weights since the last report
+        xadj: Features = st.xadj  # features of model-sized content taken off since the last report
+        stripped_to = st.stripped_to  # ledger position before which reasoning has been stripped
+        if start and seg >= 0:
+            # the segment may have grown since: its ids and their positions
+            ids = tr.segments[seg].message_ids
+            if len(ids) != len(pos):
+                pos = {mid: i for i, mid in enumerate(ids)}
+        for req in tr.requests[start:] if start else tr.requests:
             k = req.index
             step = cal._steps[k - 1]
             new_segment = req.segment != seg
@@ -875,6 +1236,58 @@ class _DeltaRun:
             step.context = context
             step.model = self.model.snapshot()
         cal.strip_thinking = self.score_strip < self.score_keep
+        self.state = _RunState(
+            mi=mi,
+            seg=seg,
+            ids=ids,
+            pos=pos,
+            seen=seen,
+            last_report=last_report,
+            pending=pending,
+            removed=removed,
+            xadj=xadj,
+            stripped_to=stripped_to,
+        )
+
+    def clone(self, cal: Calibration) -> _DeltaRun:
+        """A copy of this pass's state for `cal` (a calibration of a longer transcript), sharing
+        nothing that going on would change."""
+        run = _DeltaRun.__new__(_DeltaRun)
+        run.cal = cal
+        model = CostModel.__new__(CostModel)
+        model._coef = dict(self.model._coef)
+        model._ratio = self.model._ratio
+        model.index = dict(self.model.index)
+        model.names = list(self.model.names)
+        model.theta = list(self.model.theta)
+        model.P = [list(row) for row in self.model.P]
+        model.bounds = list(self.model.bounds)
+        model.n = self.model.n
+        run.model = model
+        run.overhead = self.overhead
+        run.cur = dict(self.cur)
+        run.total = self.total
+        run.think = dict(self.think)
+        run.think_known = set(self.think_known)
+        run.cleared = set(self.cleared)
+        run.cleared_calls = set(self.cleared_calls)
+        run.score_keep = self.score_keep
+        run.score_strip = self.score_strip
+        run.outputs = _outputs(cal.transcript)
+        st = self.state
+        run.state = _RunState(
+            mi=st.mi,
+            seg=st.seg,
+            ids=st.ids,
+            pos=st.pos,
+            seen=st.seen,
+            last_report=st.last_report,
+            pending={mid: replace(pm, x=dict(pm.x)) for mid, pm in st.pending.items()},
+            removed=st.removed,
+            xadj=dict(st.xadj),
+            stripped_to=st.stripped_to,
+        )
+        return run
 
     def _strip(self, k: int, ids: list[str], pending: dict[str, _Pending], xadj: Features) -> float:
         """Drop the reasoning of `ids` from their weights.

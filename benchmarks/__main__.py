@@ -1,0 +1,7 @@
+"""`python -m benchmarks`: see benchmarks/runner.py."""
+
+import sys
+
+from .runner import main
+
+sys.exit(main())

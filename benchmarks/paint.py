@@ -1,0 +1,71 @@
+"""First paint of the app, measured in a process of its own (run by the runner as a subprocess).
+
+    python -m benchmarks.paint PATH      # {"load": s, "paint": s}: the transcript is loaded first,
+                                         # then the clock runs from creating InspectorApp until the
+                                         # main columns show the last request
+    python -m benchmarks.paint --floor   # {"paint": s}: the same harness around an empty App
+
+Headless (`App.run_test(size=(160, 48))`); the benchmarks may import `inspector.tui`, the core never.
+The app is "painted" when its pipeline columns hold the view of the last request, one frame later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+
+SIZE = (160, 48)
+FRAME_S = 1 / 30
+"""Waited once the columns hold the request (two frames at Textual's 60 fps), in both measurements."""
+TIMEOUT_S = 120.0
+
+
+async def _paint(path: str) -> dict[str, float]:
+    from inspector.formats import load
+    from inspector.tui.app import InspectorApp
+
+    t0 = time.perf_counter()
+    transcript = load(path)
+    t1 = time.perf_counter()
+    app = InspectorApp(transcript)
+    async with app.run_test(size=SIZE) as pilot:
+        main = None
+        while time.perf_counter() - t1 < TIMEOUT_S:
+            await pilot.pause(0.005)
+            main = getattr(app, "main", None)
+            view = getattr(main, "view", None) if main is not None else None
+            if view is not None and main is not None and main.columns.view is view:
+                break
+        # One frame later the columns are on screen. (Not `pilot.pause()`: it waits for the
+        # process to go idle, and the app's background scan of every request keeps it busy.)
+        await pilot.pause(FRAME_S)
+        t2 = time.perf_counter()
+        painted = main is not None and getattr(main, "view", None) is not None
+    return {"load": t1 - t0, "paint": t2 - t1, "painted": float(painted)}
+
+
+async def _floor() -> dict[str, float]:
+    from textual.app import App, ComposeResult
+    from textual.widgets import Static
+
+    class Empty(App[None]):
+        def compose(self) -> ComposeResult:
+            yield Static("ready")
+
+    t1 = time.perf_counter()
+    async with Empty().run_test(size=SIZE) as pilot:
+        await pilot.pause(FRAME_S)
+        t2 = time.perf_counter()
+    return {"paint": t2 - t1}
+
+
+def main(argv: list[str]) -> int:
+    result = asyncio.run(_floor() if argv[:1] == ["--floor"] else _paint(argv[0]))
+    sys.stdout.write(json.dumps(result) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,505 @@
+"""The benchmark runner: every figure of DESIGN.md §7 against a floor measured in the same run.
+
+    python -m benchmarks            # the full run (100 MB transcript): a few minutes
+    python -m benchmarks --small    # the same figures on smaller files: under a minute
+    python -m benchmarks --only growth,replay
+
+These machines are shared and noisy, so every figure is printed beside a floor measured in the same
+run (what the same work costs at its barest: reading and decoding the file, walking the ledgers, an
+empty app's first paint...) and the ratio between the two. Targets are checked on the figure the
+design states (a ratio, or an absolute time where the design gives one). Results go to a table on
+stdout and to `benchmarks/out/results.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import synth
+from .synth import OUT, Synth
+
+PY = sys.executable
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Figure:
+    """One row of the table."""
+
+    name: str
+    target: str
+    measured: float
+    unit: str
+    floor: float | None = None
+    floor_what: str = ""
+    ratio: float | None = None
+    passed: bool | None = None
+    """None: informative, no target."""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def cells(self) -> list[str]:
+        def num(v: float | None, unit: str = "") -> str:
+            if v is None:
+                return "-"
+            if unit == "s":
+                if v < 0.001:
+                    return f"{v * 1e6:,.0f} µs"
+                return f"{v * 1000:,.1f} ms" if v < 1 else f"{v:,.2f} s"
+            if unit == "MB":
+                return f"{v:,.0f} MB"
+            if unit == "x":
+                return f"{v:,.2f}x"
+            return f"{v:,.3g}{unit}"
+
+        verdict = "info" if self.passed is None else ("PASS" if self.passed else "FAIL")
+        floor = num(self.floor, self.unit) + (f" ({self.floor_what})" if self.floor_what else "")
+        if self.target == "(breakdown)":
+            floor = ", ".join(
+                f"{k.replace('_', ' ')} {v:.2f} s"
+                for k, v in self.detail.items()
+                if k not in ("messages", "requests")
+            )
+        return [self.name, self.target, num(self.measured, self.unit), floor, num(self.ratio, "x"), verdict]
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def timed_child(args: list[str], stdout: int | None = subprocess.DEVNULL) -> tuple[float, int, bytes]:
+    """Run a child process: (wall seconds, its own peak resident bytes, stdout)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE if stdout is None else stdout, env=env, cwd=ROOT)
+    out = b""
+    if stdout is None:
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(args[:4])}... exited {proc.returncode}")
+    return wall, usage.ru_maxrss * 1024, out
+
+
+FLOOR_CODE = """
+import sys, orjson
+loads = orjson.loads
+n = 0
+with open(sys.argv[1], 'rb') as f:
+    for line in f:
+        if line.strip():
+            loads(line)
+            n += 1
+"""
+
+
+FROZEN_CLI = """
+import gc, sys
+import inspector.cli as cli
+load = cli._load
+def frozen(path):
+    transcript = load(path)
+    gc.freeze()  # what the cli could do once the transcript is loaded: no later pass rescans it
+    return transcript
+cli._load = frozen
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def best_of(n: int, fn: Callable[[], float]) -> float:
+    return min(fn() for _ in range(n))
+
+
+# -- figures ---------------------------------------------------------------------------------
+
+
+def bench_open(big: Synth, repeat: int) -> list[Figure]:
+    """`report --json` against reading and decoding every line with orjson, both as fresh processes."""
+    path = str(big.path)
+    runs: list[tuple[float, int]] = []
+    floors: list[tuple[float, int]] = []
+    for _ in range(repeat):
+        w, rss, _ = timed_child([PY, "-c", FLOOR_CODE, path])
+        floors.append((w, rss))
+        w, rss, _ = timed_child([PY, "-m", "inspector", "report", path, "--json"])
+        runs.append((w, rss))
+    wall = min(w for w, _ in runs)
+    floor = min(w for w, _ in floors)
+    peak = max(r for _, r in runs)
+    mb = big.bytes / 1e6
+    _, _, out = timed_child([PY, "-m", "benchmarks.phases", path], stdout=None)
+    phases = json.loads(out)
+    frozen = [timed_child([PY, "-c", FROZEN_CLI, "report", path, "--json"])[0] for _ in range(repeat)]
+    # the memory target is about the transcript: on a small file the interpreter alone dominates
+    memory_target = big.bytes >= 50_000_000
+    return [
+        Figure(
+            name=f"open: report --json, {mb:,.0f} MB",
+            target="<= 3x floor",
+            measured=wall,
+            unit="s",
+            floor=floor,
+            floor_what="read + orjson every line",
+            ratio=wall / floor,
+            passed=wall / floor <= 3.0,
+            detail={"runs": runs, "floors": floors, "bytes": big.bytes, "lines": big.lines, "phases": phases},
+        ),
+        Figure(
+            name=f"open: report --json, {mb:,.0f} MB, if the cli froze the heap after load",
+            target="(what-if)",
+            measured=min(frozen),
+            unit="s",
+            floor=floor,
+            floor_what="read + orjson every line",
+            ratio=min(frozen) / floor,
+            detail={"runs": frozen},
+        ),
+        Figure(
+            name="open: where the time goes (one process)",
+            target="(breakdown)",
+            measured=sum(v for k, v in phases.items() if k not in ("messages", "requests")),
+            unit="s",
+            detail=phases,
+        ),
+        Figure(
+            name=f"memory: peak RSS of report --json, {mb:,.0f} MB",
+            target="<= 3x file size" if memory_target else "(>= 50 MB files only)",
+            measured=peak / 1e6,
+            unit="MB",
+            floor=max(r for _, r in floors) / 1e6,
+            floor_what="the floor's own peak",
+            ratio=peak / big.bytes,
+            passed=(peak / big.bytes <= 3.0) if memory_target else None,
+            detail={"peak_bytes": peak, "file_bytes": big.bytes},
+        ),
+    ]
+
+
+def bench_paint(big: Synth, repeat: int) -> list[Figure]:
+    """The app's first paint (main columns showing the last request), in a fresh process."""
+    got = []
+    for _ in range(repeat):
+        _, _, out = timed_child([PY, "-m", "benchmarks.paint", str(big.path)], stdout=None)
+        got.append(json.loads(out))
+    floors = []
+    for _ in range(repeat):
+        _, _, out = timed_child([PY, "-m", "benchmarks.paint", "--floor"], stdout=None)
+        floors.append(json.loads(out)["paint"])
+    paint = min(g["paint"] for g in got)
+    floor = min(floors)
+    return [
+        Figure(
+            name=f"first paint: columns of the last request, {big.bytes / 1e6:,.0f} MB",
+            target="<= 2 s",
+            measured=paint,
+            unit="s",
+            floor=floor,
+            floor_what="empty app",
+            ratio=paint / floor,
+            passed=paint <= 2.0 and all(g["painted"] for g in got),
+            detail={"runs": got, "floors": floors, "load_s": min(g["load"] for g in got)},
+        )
+    ]
+
+
+def _ledger_walk(transcript: Any) -> float:
+    """The floor of a replay: touch every message of every request's ledger once, in C."""
+    by_id = {m.id: m for m in transcript.messages}
+    t0 = time.perf_counter()
+    for req in transcript.requests:
+        ids = transcript.segments[req.segment].message_ids[: req.ledger_len]
+        tuple(map(by_id.__getitem__, ids))
+    return time.perf_counter() - t0
+
+
+def bench_replay(session: Synth, repeat: int) -> list[Figure]:
+    """Every request of a 2,000-request session shaped, in order, on a freshly opened replay."""
+    from inspector.formats import load
+    from inspector.replay import Replay
+
+    transcript = load(session.path)
+    times = []
+    opens = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        replay = Replay.open(transcript)
+        t1 = time.perf_counter()
+        for k in range(1, len(replay) + 1):
+            replay.step(k)
+        times.append(time.perf_counter() - t1)
+        opens.append(t1 - t0)
+    floor = best_of(repeat, lambda: _ledger_walk(transcript))
+    total = min(times)
+    n = len(transcript.requests)
+    return [
+        Figure(
+            name=f"replay: all {n:,} requests shaped ({session.compactions} compactions)",
+            target="< 2 s",
+            measured=total,
+            unit="s",
+            floor=floor,
+            floor_what="walk every ledger",
+            ratio=total / floor if floor else None,
+            passed=total < 2.0,
+            detail={"runs": times, "open_s": min(opens), "requests": n, "messages": len(transcript.messages)},
+        )
+    ]
+
+
+def step_costs(
+    transcript: Any, at: tuple[int, ...], span: int = 20, rounds: int = 3, **open_kw: Any
+) -> tuple[dict[int, float], dict[int, int]]:
+    """The cost of one more request at each of `at`: replaying in order (each request after the one
+    before it), the median time of the `span` requests ending at k, best of `rounds` replays.
+    `open_kw` goes to `Replay.open` (policy, window)."""
+    from inspector.replay import Replay
+
+    best: dict[int, float] = {k: float("inf") for k in at}
+    sizes: dict[int, int] = {}
+    for _ in range(rounds):
+        replay = Replay.open(transcript, **open_kw)
+        last = max(at)
+        per: dict[int, float] = {}
+        gc.collect()
+        for k in range(1, last + 1):
+            t0 = time.perf_counter()
+            replay.step(k)
+            per[k] = time.perf_counter() - t0
+        for k in at:
+            med = statistics.median(per[j] for j in range(max(1, k - span + 1), k + 1))
+            best[k] = min(best[k], med)
+            sizes[k] = len(replay.step(k).ledger)
+    return best, sizes
+
+
+def bench_growth(compacted: Synth, flat: Synth, rounds: int) -> list[Figure]:
+    """Request 2,000 against request 200: the cost of one more request as the session grows."""
+    from inspector.formats import load
+
+    figs = []
+    cases = [
+        ("compacting session, default policy", compacted, {}),
+        ("no compaction, ledger x10, layers idle (window 2M)", flat, {"window": 2_000_000}),
+    ]
+    for label, s, kw in cases:
+        transcript = load(s.path)
+        n = len(transcript.requests)
+        hi = min(2000, n)
+        costs, sizes = step_costs(transcript, (200, hi), rounds=rounds, **kw)
+        ratio = costs[hi] / costs[200]
+        figs.append(
+            Figure(
+                name=f"growth: request {hi:,} vs 200 ({label})",
+                target="<= 2x",
+                measured=costs[hi],
+                unit="s",
+                floor=costs[200],
+                floor_what="request 200",
+                ratio=ratio,
+                passed=ratio <= 2.0,
+                detail={"ledger_len": sizes, "cost": costs},
+            )
+        )
+    return figs
+
+
+def bench_live(big: Synth, appends: int) -> list[Figure]:
+    """An appended line, at the core level: the follower's poll, the transcript rebuilt, the
+    replay brought up to date and the newest request shaped. Then CPU while the file is quiet."""
+    from inspector.live.follow import follower_for
+    from inspector.replay import Replay
+
+    lines = big.path.read_bytes().splitlines(keepends=True)
+    # hold back the file's last `appends` lines and append them one at a time
+    tail_at = len(lines) - appends
+    tmpdir = Path(tempfile.mkdtemp(prefix="ctxi-live-", dir=OUT))
+    path = tmpdir / "session.jsonl"
+    try:
+        path.write_bytes(b"".join(lines[:tail_at]))
+        follower = follower_for(path)
+        follower.poll_once()
+        transcript = follower.transcript()
+        replay = Replay.open(transcript)
+        replay.step(len(replay))
+        refresh = getattr(Replay, "refreshed", None)
+        lat: list[float] = []
+        polls: list[float] = []
+        with path.open("ab") as fh:
+            for line in lines[tail_at:]:
+                fh.write(line)
+                fh.flush()
+                t0 = time.perf_counter()
+                follower.poll_once()
+                t1 = time.perf_counter()
+                transcript = follower.transcript()
+                replay = refresh(replay, transcript) if refresh else Replay.open(transcript)
+                if len(replay):
+                    replay.step(len(replay))
+                t2 = time.perf_counter()
+                lat.append(t2 - t0)
+                polls.append(t1 - t0)
+        messages = len(transcript.messages)
+        # quiet: a follower waiting on the unchanged file, in a thread, for two seconds
+        stop = threading.Event()
+
+        def wait() -> None:
+            for _ in follower.iter_updates(stop):
+                pass
+
+        th = threading.Thread(target=wait, daemon=True)
+        th.start()
+        time.sleep(0.3)
+        c0, w0 = time.process_time(), time.perf_counter()
+        time.sleep(2.0)
+        cpu = (time.process_time() - c0) / (time.perf_counter() - w0)
+        stop.set()
+        th.join(timeout=10)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    med = statistics.median(lat)
+    return [
+        Figure(
+            name=f"live: appended line to shaped request ({messages:,} messages)",
+            target="median < 150 ms",
+            measured=med,
+            unit="s",
+            floor=statistics.median(polls),
+            floor_what="follower poll alone",
+            ratio=med / statistics.median(polls),
+            passed=med < 0.150,
+            detail={
+                "latencies": lat,
+                "p95": sorted(lat)[int(0.95 * (len(lat) - 1))],
+                "incremental_replay": refresh is not None,
+            },
+        ),
+        Figure(
+            name="live: CPU while the file is quiet",
+            target="~0 (< 1% of a core)",
+            measured=cpu * 100,
+            unit="%",
+            passed=cpu < 0.01,
+            detail={"cpu_share": cpu},
+        ),
+    ]
+
+
+def bench_peer(big: Synth) -> list[Figure]:
+    """claude-code-log on the same file, where it is installed (not a dependency)."""
+    exe = shutil.which("claude-code-log")
+    if exe is None:
+        return []
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out.html"
+        try:
+            wall, rss, _ = timed_child([exe, str(big.path), "-o", str(out)])
+        except RuntimeError:
+            return []
+    return [
+        Figure(
+            name=f"peer: claude-code-log to HTML, {big.bytes / 1e6:,.0f} MB",
+            target="(comparison)",
+            measured=wall,
+            unit="s",
+            detail={"peak_bytes": rss},
+        )
+    ]
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+FIGURES = ("open", "paint", "replay", "growth", "live", "peer")
+
+
+def run(small: bool, only: set[str] | None = None) -> list[Figure]:
+    def want(name: str) -> bool:
+        return only is None or name in only
+
+    t0 = time.perf_counter()
+    big = synth.by_size(10 if small else 100)
+    session = synth.synth("replay2000", requests=2000)
+    flat = synth.synth("flat2000", requests=2000, compact=False)
+    print(
+        f"files ready in {time.perf_counter() - t0:.1f} s: {big.path.name} ({big.bytes / 1e6:,.0f} MB, "
+        f"{big.requests:,} requests, {big.compactions} compactions); {session.path.name}; {flat.path.name}",
+        flush=True,
+    )
+    figs: list[Figure] = []
+    steps: list[tuple[str, Callable[[], list[Figure]]]] = [
+        ("open", lambda: bench_open(big, repeat=2 if small else 3)),
+        ("paint", lambda: bench_paint(big, repeat=1 if small else 2)),
+        ("replay", lambda: bench_replay(session, repeat=1 if small else 3)),
+        ("growth", lambda: bench_growth(session, flat, rounds=2 if small else 3)),
+        ("live", lambda: bench_live(big, appends=12 if small else 20)),
+        ("peer", lambda: bench_peer(big)),
+    ]
+    for name, fn in steps:
+        if not want(name):
+            continue
+        t = time.perf_counter()
+        got = fn()
+        figs.extend(got)
+        for f in got:
+            print(f"  {f.name}: {' | '.join(f.cells()[2:])}", flush=True)
+        print(f"[{name}: {time.perf_counter() - t:.1f} s]", flush=True)
+    return figs
+
+
+def table(figs: list[Figure]) -> str:
+    head = ["figure", "target", "measured", "floor (same run)", "ratio", "result"]
+    rows = [head] + [f.cells() for f in figs]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--small", action="store_true", help="smaller files: under a minute")
+    parser.add_argument("--only", default=None, help=f"comma-separated subset of: {', '.join(FIGURES)}")
+    parser.add_argument("--json", type=Path, default=OUT / "results.json", help="where to write the results")
+    args = parser.parse_args(argv)
+    only = set(args.only.split(",")) if args.only else None
+    started = time.perf_counter()
+    figs = run(args.small, only)
+    elapsed = time.perf_counter() - started
+    print()
+    print(table(figs))
+    failed = [f.name for f in figs if f.passed is False]
+    print(f"\n{len(figs)} figures in {elapsed:.0f} s; {len(failed)} failed")
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(
+        json.dumps(
+            {
+                "mode": "small" if args.small else "full",
+                "seconds": round(elapsed, 1),
+                "machine": {
+                    "python": platform.python_version(),
+                    "cpus": os.cpu_count(),
+                    "platform": platform.platform(),
+                },
+                "figures": [asdict(f) for f in figs],
+            },
+            indent=2,
+            default=str,
+        )
+        + "\n"
+    )
+    return 1 if failed else 0

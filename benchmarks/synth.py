@@ -1,0 +1,292 @@
+"""Synthetic Claude Code transcripts for the benchmarks, by size, with real compactions.
+
+`sample_sessions.generate` writes a realistic Claude Code 2.1 session of any length: most lines
+are not conversation (progress, hook and file-history lines), responses are streamed over several
+lines sharing `message.id`, tool results are large and `toolUseResult` repeats them. It never
+compacts, so a long session's context grows without bound (about 500 tokens a request: a million
+tokens by request 2,000). Real sessions of that length compact whenever the context nears the
+auto-compact line (167,000 for a 200k window), so `splice_compactions` rewrites the generated
+stream the way Claude Code would have written it: before the first request whose context would
+reach the threshold it inserts a `system/compact_boundary` line and an `isCompactSummary` user
+line, re-parents the next response on the summary, and lowers every later request's usage by what
+the compaction took away. Contexts then stay in the 150k-190k band that real sessions show.
+
+Files are cached under `benchmarks/out/` (git-ignored), keyed by their parameters and a hash of
+the generator and this module, so a second run reuses them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from sample_sessions import generate as gen
+
+OUT = Path(__file__).resolve().parent / "out"
+MB = 1_000_000
+
+COMPACT_AT = 165_000
+"""Contexts compact when the next request would reach COMPACT_AT + (0..COMPACT_JITTER)."""
+COMPACT_JITTER = 6_000
+BYTES_PER_REQUEST = 11_200
+"""A first guess of the generator's bytes per request at large sizes (refined after one run)."""
+
+
+@dataclass(frozen=True)
+class Synth:
+    """One synthetic transcript on disk."""
+
+    path: Path
+    bytes: int
+    lines: int
+    requests: int
+    compactions: int
+    peak_context: int
+    seconds: float
+
+
+def _fingerprint() -> str:
+    h = hashlib.sha256()
+    for mod in (gen.__file__, __file__):
+        h.update(Path(mod).read_bytes())
+    return h.hexdigest()[:12]
+
+
+def _user_tokens(content: Any) -> int:
+    if isinstance(content, str):
+        return gen.count_tokens(content)
+    total = 0
+    for block in content or ():
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "tool_result":
+            inner = block.get("content", "")
+            if isinstance(inner, str):
+                total += gen.count_tokens(inner)
+            else:
+                total += sum(gen.count_tokens(b.get("text", "")) for b in inner if isinstance(b, dict))
+        else:
+            total += gen.count_tokens(block.get("text", ""))
+    return total
+
+
+def _summary_text(rng: random.Random, prompts: list[str], files: list[str], index: int) -> str:
+    """A compact summary shaped like Claude Code's (analysis, intent, files, errors, pending work)."""
+    lines = [
+        gen_summary_prefix(),
+        "Analysis:",
+        "Let me trace through the conversation chronologically:",
+        "",
+    ]
+    for n, prompt in enumerate(prompts[-6:], 1):
+        lines.append(f"{n}. The user asked: {prompt[:400]}")
+    lines += ["", "Summary:", "1. Primary Request and Intent:"]
+    lines += [f"   - {p[:300]}" for p in prompts[-3:]]
+    lines += ["", "2. Key Technical Concepts:"]
+    concepts = ("CSV parsing", "Decimal rounding", "currency conversion", "argparse", "pytest fixtures")
+    lines += [f"   - {c}" for c in concepts]
+    lines += ["", "3. Files and Code Sections:"]
+    for f in files[-24:]:
+        lines.append(f"   - {f}")
+        lines.append(
+            f"     - touched while working on part {index}; "
+            + " ".join(rng.choice(concepts) for _ in range(8))
+        )
+        lines.append(
+            "       ```python\n"
+            + "\n".join(f"       line_{i} = parse(row[{i}])" for i in range(rng.randint(4, 14)))
+            + "\n       ```"
+        )
+    lines += ["", "4. Errors and fixes:", "   - a blank trailing row raised ValueError; now skipped", ""]
+    lines += ["5. Pending Tasks:", "   - finish the feature and run the whole suite", "", "6. Current Work:"]
+    lines.append("   " + " ".join(rng.choice(concepts) for _ in range(60)))
+    return "\n".join(lines)
+
+
+def gen_summary_prefix() -> str:
+    return (
+        "This session is being continued from a previous conversation that ran out of context. "
+        "The summary below covers the earlier portion of the conversation.\n"
+    )
+
+
+def splice_compactions(src: Path, dst: Path, seed: int, threshold: int = COMPACT_AT) -> tuple[int, int, int]:
+    """Copy `src` to `dst`, inserting auto compactions (see the module docstring).
+
+    Returns (lines written, compactions, peak context after splicing).
+    """
+    rng = random.Random(seed)
+    overhead = gen.SYSTEM_OVERHEAD_TOKENS
+    sent = 0  # tokens of chain messages since the last boundary (the generator's own count)
+    offset = 0  # tokens taken away by compactions so far
+    last_mid: str | None = None
+    limit = threshold + rng.randint(0, COMPACT_JITTER)
+    prompts: list[str] = []
+    files: list[str] = []
+    compactions = 0
+    peak = 0
+    written = 0
+    fresh = False  # the next request is the first after a compaction
+    last_context = 0
+    with src.open("rb") as fin, dst.open("wb") as fout:
+        for raw in fin:
+            rec = json.loads(raw)
+            kind = rec.get("type")
+            if kind == "assistant":
+                msg = rec["message"]
+                mid = msg.get("id")
+                if mid != last_mid:
+                    # a new request: compact first when it would reach the line
+                    if overhead + sent >= limit:
+                        parent = rec.get("parentUuid")
+                        ts = rec.get("timestamp")
+                        buuid = gen._Ids(rng).uuid()
+                        suuid = gen._Ids(rng).uuid()
+                        boundary = {
+                            "parentUuid": None,
+                            "logicalParentUuid": parent,
+                            "isSidechain": False,
+                            "userType": "external",
+                            "cwd": rec.get("cwd"),
+                            "sessionId": rec.get("sessionId"),
+                            "version": rec.get("version"),
+                            "gitBranch": rec.get("gitBranch"),
+                            "type": "system",
+                            "subtype": "compact_boundary",
+                            "content": "Conversation compacted",
+                            "isMeta": False,
+                            "timestamp": ts,
+                            "uuid": buuid,
+                            "level": "info",
+                            "compactMetadata": {"trigger": "auto", "preTokens": last_context},
+                        }
+                        text = _summary_text(rng, prompts, files, compactions + 1)
+                        summary = {
+                            "parentUuid": buuid,
+                            "isSidechain": False,
+                            "userType": "external",
+                            "cwd": rec.get("cwd"),
+                            "sessionId": rec.get("sessionId"),
+                            "version": rec.get("version"),
+                            "gitBranch": rec.get("gitBranch"),
+                            "type": "user",
+                            "message": {"role": "user", "content": text},
+                            "isVisibleInTranscriptOnly": True,
+                            "isCompactSummary": True,
+                            "uuid": suuid,
+                            "timestamp": ts,
+                        }
+                        for extra in (boundary, summary):
+                            fout.write(json.dumps(extra, ensure_ascii=False, separators=(",", ":")).encode())
+                            fout.write(b"\n")
+                            written += 1
+                        rec["parentUuid"] = suuid
+                        size = gen.count_tokens(text) + gen.TOKENS_PER_MESSAGE
+                        offset += sent - size
+                        sent = size
+                        compactions += 1
+                        fresh = True
+                        limit = threshold + rng.randint(0, COMPACT_JITTER)
+                    else:
+                        fresh = False
+                    last_mid = mid
+                usage = msg.get("usage")
+                if usage and offset:
+                    context = (
+                        usage["input_tokens"]
+                        + usage["cache_creation_input_tokens"]
+                        + usage["cache_read_input_tokens"]
+                        - offset
+                    )
+                    cache_read = (
+                        min(overhead, context) if fresh else max(0, usage["cache_read_input_tokens"] - offset)
+                    )
+                    cache_read = min(cache_read, context - usage["input_tokens"])
+                    usage["cache_read_input_tokens"] = cache_read
+                    usage["cache_creation_input_tokens"] = context - usage["input_tokens"] - cache_read
+                    usage["cache_creation"] = {
+                        "ephemeral_5m_input_tokens": 0,
+                        "ephemeral_1h_input_tokens": usage["cache_creation_input_tokens"],
+                    }
+                if usage:
+                    last_context = (
+                        usage["input_tokens"]
+                        + usage["cache_creation_input_tokens"]
+                        + usage["cache_read_input_tokens"]
+                    )
+                    peak = max(peak, last_context)
+                for block in msg.get("content") or ():
+                    sent += gen._context_tokens(block)
+                    if block.get("type") == "tool_use":
+                        path = (block.get("input") or {}).get("file_path")
+                        if isinstance(path, str):
+                            files.append(path)
+                sent += gen.TOKENS_PER_MESSAGE
+                raw = json.dumps(rec, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+            elif kind == "user":
+                content = rec.get("message", {}).get("content")
+                sent += _user_tokens(content) + gen.TOKENS_PER_MESSAGE
+                if isinstance(content, str) and not rec.get("isMeta"):
+                    prompts.append(content)
+            fout.write(raw)
+            written += 1
+    return written, compactions, peak
+
+
+def synth(
+    name: str,
+    *,
+    requests: int,
+    seed: int = 11,
+    target_peak_tokens: int = 180_000,
+    compact: bool = True,
+    out: Path = OUT,
+) -> Synth:
+    """A cached synthetic transcript `out/<name>-<params>.jsonl` (generated on first use)."""
+    out.mkdir(parents=True, exist_ok=True)
+    key = f"{name}-r{requests}-s{seed}-p{target_peak_tokens}-{'c' if compact else 'n'}-{_fingerprint()}"
+    path = out / f"{key}.jsonl"
+    meta = out / f"{key}.json"
+    if path.exists() and meta.exists():
+        data = json.loads(meta.read_text())
+        return Synth(path=path, **{k: v for k, v in data.items() if k != "path"})
+    for stale in out.glob(f"{name}-*.json*"):
+        stale.unlink()
+    t0 = time.perf_counter()
+    raw = out / f"{key}.raw.jsonl"
+    info = gen.generate_claude_code(raw, requests=requests, seed=seed, target_peak_tokens=target_peak_tokens)
+    if compact:
+        lines, compactions, peak = splice_compactions(raw, path, seed)
+        raw.unlink()
+    else:
+        raw.rename(path)
+        lines, compactions, peak = info.lines, 0, info.peak_context
+    result = Synth(
+        path=path,
+        bytes=path.stat().st_size,
+        lines=lines,
+        requests=info.requests,
+        compactions=compactions,
+        peak_context=peak,
+        seconds=round(time.perf_counter() - t0, 2),
+    )
+    data = asdict(result)
+    data.pop("path")
+    meta.write_text(json.dumps(data))
+    return result
+
+
+def requests_for(size_mb: float) -> int:
+    """How many requests make a transcript of about `size_mb` megabytes."""
+    return max(30, round(size_mb * MB / BYTES_PER_REQUEST))
+
+
+def by_size(size_mb: float, seed: int = 11) -> Synth:
+    """A compacting transcript of about `size_mb` MB."""
+    label = f"{size_mb:g}mb"
+    return synth(label, requests=requests_for(size_mb), seed=seed)

@@ -1,0 +1,53 @@
+"""The benchmarks' growth checks, in CI: one more request costs about the same at request 2,000 as
+at request 200 (DESIGN.md §7 "replay"). Ratios only, never absolute times: CI machines are shared.
+
+The sessions are generated (and cached under benchmarks/out/) by `benchmarks.synth`; the same
+measurement is a row of `python -m benchmarks --small`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks import synth
+from benchmarks.runner import step_costs
+from inspector.formats import load
+
+MAX_GROWTH = 2.0
+
+
+def _growth(transcript, **open_kw) -> tuple[float, dict[int, int]]:  # type: ignore[no-untyped-def]
+    costs, sizes = step_costs(transcript, (200, 2000), span=20, rounds=3, **open_kw)
+    return costs[2000] / costs[200], sizes
+
+
+@pytest.mark.parametrize(
+    ("name", "compact", "open_kw"),
+    [
+        ("replay2000", True, {}),
+        ("flat2000", False, {"window": 2_000_000}),
+    ],
+    ids=["compacting-session", "no-compaction-ledger-x10"],
+)
+def test_request_2000_costs_at_most_twice_request_200(
+    name: str, compact: bool, open_kw: dict[str, int]
+) -> None:
+    session = synth.synth(name, requests=2000, compact=compact)
+    transcript = load(session.path)
+    assert len(transcript.requests) == 2000
+    ratio, sizes = _growth(transcript, **open_kw)
+    if not compact:
+        assert sizes[2000] >= 8 * sizes[200], sizes  # the ledger really grew about tenfold
+    if ratio > MAX_GROWTH:
+        ratio, sizes = _growth(transcript, **open_kw)  # a shared machine: measure once more
+    assert ratio <= MAX_GROWTH, f"request 2,000 costs {ratio:.2f}x request 200 (ledgers {sizes})"
+
+
+def test_synthetic_sessions_compact_like_claude_code() -> None:
+    session = synth.synth("replay2000", requests=2000)
+    transcript = load(session.path)
+    assert session.compactions >= 3
+    assert len(transcript.segments) == session.compactions + 1
+    assert not transcript.load_issues
+    peak = max(r.usage.context for r in transcript.requests if r.usage is not None)
+    assert 150_000 <= peak <= 190_000
