@@ -9,9 +9,20 @@ from dataclasses import dataclass
 
 from inspector.model import Message, Role, Source, SourceKind, TextBlock
 
-from .base import Action, Decision, LayerResult, Sizer, memo, no_change, plural, pressure, under_trigger
+from .base import (
+    Action,
+    Decision,
+    LayerResult,
+    Sizer,
+    kept_pinned,
+    memo,
+    no_change,
+    plural,
+    pressure,
+    under_trigger,
+)
 from .budget import Budget
-from .groups import Group, group_spans, pin_label
+from .groups import Group, group_spans
 from .summarize import Summarizer, cacheable, summarizer_key
 
 SUMMARY_HEADER = "[Context auto-compacted — summary of {n} earlier messages]"
@@ -211,16 +222,7 @@ class AutoCompact:
             if g.pinned:
                 for m in g.messages(src):
                     if m.pinned:
-                        decisions.append(
-                            Decision(
-                                message_id=m.id,
-                                layer=self.name,
-                                action=Action.KEPT_PINNED,
-                                reason=f"pinned ({pin_label(m.source)})",
-                                tokens_before=sizer.message(m),
-                                tokens_after=sizer.message(m),
-                            )
-                        )
+                        decisions.append(kept_pinned(self.name, m, sizer))
         out: list[Message] = []
         i = 0
         folded_count = 0

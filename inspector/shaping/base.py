@@ -10,6 +10,7 @@ from typing import Generic, Protocol, TypeVar
 from inspector.model import Message
 
 from .budget import Budget
+from .groups import pin_label
 
 
 class Action(StrEnum):
@@ -230,6 +231,19 @@ class Layer(Protocol):
     def apply(
         self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
     ) -> LayerResult: ...
+
+
+def kept_pinned(layer: str, message: Message, sizer: Sizer) -> Decision:
+    """The decision a layer records for a pinned message it was not allowed to touch."""
+    tokens = sizer.message(message)
+    return Decision(
+        message_id=message.id,
+        layer=layer,
+        action=Action.KEPT_PINNED,
+        reason=f"pinned ({pin_label(message.source)})",
+        tokens_before=tokens,
+        tokens_after=tokens,
+    )
 
 
 def no_change(layer: Layer, view: tuple[Message, ...], tokens: int, reason: str, forced: bool) -> LayerResult:

@@ -6,9 +6,20 @@ from collections.abc import Sequence
 
 from inspector.model import Message, ToolCallBlock
 
-from .base import Action, Decision, LayerResult, Sizer, memo, no_change, plural, pressure, under_trigger
+from .base import (
+    Action,
+    Decision,
+    LayerResult,
+    Sizer,
+    kept_pinned,
+    memo,
+    no_change,
+    plural,
+    pressure,
+    under_trigger,
+)
 from .budget import Budget
-from .groups import Group, group_spans, pin_label
+from .groups import Group, group_spans
 
 
 class OldHistorySnip:
@@ -121,16 +132,7 @@ class OldHistorySnip:
             if g.pinned and g.exchange:
                 for m in g.messages(src):
                     if m.pinned:
-                        decisions.append(
-                            Decision(
-                                message_id=m.id,
-                                layer=self.name,
-                                action=Action.KEPT_PINNED,
-                                reason=f"pinned ({pin_label(m.source)})",
-                                tokens_before=sizer.message(m),
-                                tokens_after=sizer.message(m),
-                            )
-                        )
+                        decisions.append(kept_pinned(self.name, m, sizer))
         result = tuple(replace.get(i, m) for i, m in enumerate(src) if i not in drop)
         after = sizer.view(result)
         outcome = "at or under" if after <= target else "still over"

@@ -21,10 +21,21 @@ from collections.abc import Iterable, Sequence
 from inspector.model import Message, ReasoningBlock, Role, TextBlock, ToolCallBlock, ToolResultBlock
 
 from .auto_compact import SUMMARY_CACHE_SIZE, SummaryCache
-from .base import Action, Decision, LayerResult, Sizer, memo, no_change, plural, pressure, under_trigger
+from .base import (
+    Action,
+    Decision,
+    LayerResult,
+    Sizer,
+    kept_pinned,
+    memo,
+    no_change,
+    plural,
+    pressure,
+    under_trigger,
+)
 from .budget import OPENCODE_PRUNE_MINIMUM, Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
-from .groups import Group, group_spans, pin_label
+from .groups import Group, group_spans
 from .summarize import Summarizer
 from .tool_output_clear import CLEARED_CONTENT
 from .tools import canonical_set, canonical_tool
@@ -315,18 +326,7 @@ class OpencodeCompact:
                 )
         for g in groups[:start]:
             if g.pinned:
-                decisions.extend(
-                    Decision(
-                        message_id=m.id,
-                        layer=self.name,
-                        action=Action.KEPT_PINNED,
-                        reason=f"pinned ({pin_label(m.source)})",
-                        tokens_before=sizer.message(m),
-                        tokens_after=sizer.message(m),
-                    )
-                    for m in g.messages(src)
-                    if m.pinned
-                )
+                decisions.extend(kept_pinned(self.name, m, sizer) for m in g.messages(src) if m.pinned)
         return LayerResult(
             name=self.name,
             label=self.label,

@@ -14,6 +14,7 @@ from .base import (
     LayerResult,
     Sizer,
     ViewScan,
+    kept_pinned,
     memo,
     no_change,
     ordinal,
@@ -22,7 +23,6 @@ from .base import (
     under_trigger,
 )
 from .budget import Budget
-from .groups import pin_label
 from .tools import DEFAULT_COMPACTABLE_TOOLS, canonical_set, is_compactable
 
 CLEARED_CONTENT = "[Old tool result content cleared]"
@@ -190,16 +190,7 @@ class ToolOutputClear:
                 )
             )
         for i, _ in _by_message(s for s in slots if src[s.message].pinned):
-            decisions.append(
-                Decision(
-                    message_id=src[i].id,
-                    layer=self.name,
-                    action=Action.KEPT_PINNED,
-                    reason=f"pinned ({pin_label(src[i].source)})",
-                    tokens_before=sizer.message(src[i]),
-                    tokens_after=sizer.message(src[i]),
-                )
-            )
+            decisions.append(kept_pinned(self.name, src[i], sizer))
         result = tuple(changed.get(i, m) for i, m in enumerate(src))
         after = sizer.view(result)
         n_cleared = sum(1 for s in targets if s.message in changed)
