@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from inspector.model import LoadIssue, Message, Transcript
+from inspector.model import LoadIssue, Message, ToolCallBlock, ToolResultBlock, Transcript
 
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A line longer than this is reported as a load issue and skipped, never decoded (nor held whole)."""
@@ -148,8 +148,11 @@ def too_deep_reason(limit: int = MAX_DEPTH) -> str:
     return f"nested more than {limit:,} levels deep; skipped"
 
 
-def decode_json_line(raw: bytes, file: str, line: int, issues: list[LoadIssue]) -> dict[str, Any] | None:
-    """Decode one JSONL line into a dict, or record why not and return None. Blank lines are skipped."""
+def decode_json_line(
+    raw: bytes, file: str, line: int, issues: list[LoadIssue], *, depth: bool = True
+) -> dict[str, Any] | None:
+    """Decode one JSONL line into a dict, or record why not and return None. Blank lines are skipped.
+    With `depth` False the caller checks `too_deep` itself, on the records it keeps."""
     if isinstance(raw, Overlong):
         issues.append(
             LoadIssue(
@@ -180,7 +183,7 @@ def decode_json_line(raw: bytes, file: str, line: int, issues: list[LoadIssue]) 
             LoadIssue(file=file, line=line, reason=f"expected a JSON object, got {type(value).__name__}")
         )
         return None
-    if too_deep(value, raw):
+    if depth and too_deep(value, raw):
         issues.append(LoadIssue(file=file, line=line, reason=too_deep_reason()))
         return None
     return value
@@ -229,34 +232,79 @@ def token_count(raw: dict[str, Any], key: str, where: str, problems: list[str]) 
     return 0
 
 
-def pairing_issues(messages: Iterable[Message], file: str, *, orphans: bool = True) -> list[LoadIssue]:
-    """A load issue for every tool call id made a second time (its results can no longer be told
-    apart) and, with `orphans`, for every tool result whose call is nowhere in `messages`."""
-    messages = list(messages)
-    first_call: dict[str, Message] = {}
-    out: list[LoadIssue] = []
+class Pairing:
+    """Tool calls and results paired over a list of messages that grows at its end (a followed
+    file), with `truncate` to take back the last ones (a response still being written)."""
 
-    def issue(m: Message, reason: str) -> LoadIssue:
+    def __init__(self, file: str, *, orphans: bool = True) -> None:
+        self.file = file
+        self.orphans = orphans
+        self._calls: list[tuple[str, ...]] = []
+        """Tool call ids of each message added, in order."""
+        self._first: dict[str, tuple[int, Message]] = {}
+        self._again: list[tuple[int, LoadIssue]] = []
+        self._results: list[tuple[int, str, Message]] = []
+        """Tool results whose call was not made before them: orphans unless it comes later."""
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def _issue(self, m: Message, reason: str) -> LoadIssue:
         where = m.origin
         return LoadIssue(
-            file=where.file if where is not None else file,
+            file=where.file if where is not None else self.file,
             line=where.line if where is not None else 0,
             reason=reason,
         )
 
-    for m in messages:
-        for c in m.tool_calls:
-            first = first_call.setdefault(c.id, m)
+    def add(self, m: Message) -> None:
+        i = len(self._calls)
+        calls = tuple(b.id for b in m.blocks if isinstance(b, ToolCallBlock))
+        self._calls.append(calls)
+        for c in calls:
+            first = self._first.setdefault(c, (i, m))[1]
             if first is not m:
                 at = f" (first at line {first.origin.line})" if first.origin is not None else ""
-                out.append(issue(m, f"tool call id {short(c.id)!r} made again{at}"))
-    for m in messages if orphans else ():
-        for r in m.tool_results:
-            if r.call_id not in first_call:
-                out.append(
-                    issue(m, f"tool result for call {short(r.call_id)!r}, which no message makes (an orphan)")
-                )
-    return out
+                self._again.append((i, self._issue(m, f"tool call id {short(c)!r} made again{at}")))
+        if self.orphans:
+            # a result whose call is known stays paired: a call is only forgotten with its message,
+            # and the results after it with it
+            self._results.extend(
+                (i, b.call_id, m)
+                for b in m.blocks
+                if isinstance(b, ToolResultBlock) and b.call_id not in self._first
+            )
+
+    def truncate(self, n: int) -> None:
+        """Forget the messages from position `n` on."""
+        while len(self._calls) > n:
+            i = len(self._calls) - 1
+            for c in self._calls.pop():
+                if self._first.get(c, (-1,))[0] == i:
+                    del self._first[c]
+        while self._again and self._again[-1][0] >= n:
+            self._again.pop()
+        while self._results and self._results[-1][0] >= n:
+            self._results.pop()
+
+    def issues(self) -> list[LoadIssue]:
+        """A load issue for every tool call id made a second time (its results can no longer be
+        told apart) and, with `orphans`, for every tool result whose call is nowhere."""
+        out = [issue for _, issue in self._again]
+        out.extend(
+            self._issue(m, f"tool result for call {short(call)!r}, which no message makes (an orphan)")
+            for _, call, m in self._results
+            if call not in self._first
+        )
+        return out
+
+
+def pairing_issues(messages: Iterable[Message], file: str, *, orphans: bool = True) -> list[LoadIssue]:
+    """`Pairing.issues` of `messages`."""
+    pairing = Pairing(file, orphans=orphans)
+    for m in messages:
+        pairing.add(m)
+    return pairing.issues()
 
 
 class Reader(Protocol):

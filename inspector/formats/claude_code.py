@@ -61,11 +61,13 @@ from .base import (
     MAX_LINE_BYTES,
     MAX_TOKENS,
     LineSplitter,
+    Pairing,
     decode_json_line,
     describe,
-    pairing_issues,
     short,
     token_count,
+    too_deep,
+    too_deep_reason,
 )
 
 FORMAT = "claude-code"
@@ -93,6 +95,9 @@ KNOWN_TYPES = frozenset(
 )
 SNIFF_KEYS = frozenset({"uuid", "parentUuid", "sessionId", "leafUuid", "messageId"})
 READ_CHUNK = 1 << 20
+MAX_REJOIN = 64
+"""How many lines may leave the end of the active branch (parallel tool traffic the new line does
+not hang off) for a transcript to still be extended rather than built again."""
 
 
 @dataclass(slots=True)
@@ -121,25 +126,79 @@ class _State:
     session_id: str | None = None
 
 
+@dataclass(slots=True)
+class _Parts:
+    """What one line contributes to its message, kept between builds of a followed file."""
+
+    blocks: tuple[Block, ...]
+    usage: Usage | None
+
+
+@dataclass
+class _Memo:
+    """Per-line parts and built messages, keyed by uuid, so building again after an append only
+    makes what is new (a followed session rebuilds its transcript at every update)."""
+
+    parts: dict[str, _Parts] = field(default_factory=dict)
+    users: dict[str, tuple[bool, tuple[Block, ...], Message]] = field(default_factory=dict)
+    """uuid -> (first task?, blocks it was built from, the message)."""
+    responses: dict[str, tuple[tuple[tuple[Block, ...], ...], str | None, Message]] = field(
+        default_factory=dict
+    )
+    """First line's uuid -> (each line's blocks, stop reason, the merged message)."""
+    requests: dict[tuple[Any, ...], Request] = field(default_factory=dict)
+
+    keep: bool = True
+    """False for a one-shot read: nothing is kept (nothing will be built again)."""
+
+    def parts_of(self, n: _Node, msg: dict[str, Any], call_names: dict[str, str]) -> _Parts:
+        hit = self.parts.get(n.uuid) if self.keep else None
+        # a kept line's blocks are valid while the tool names its results were given still hold
+        if hit is not None and all(
+            call_names.get(b.call_id) == b.tool_name for b in hit.blocks if isinstance(b, ToolResultBlock)
+        ):
+            for b in hit.blocks:
+                if isinstance(b, ToolCallBlock):
+                    call_names[b.id] = b.name
+            return hit
+        parts = _Parts(
+            blocks=tuple(_blocks(msg.get("content"), call_names)),
+            usage=_usage(msg.get("usage")) if n.type == "assistant" else None,
+        )
+        if self.keep:
+            self.parts[n.uuid] = parts
+        return parts
+
+
 def _slim(rec: dict[str, Any]) -> dict[str, Any]:
-    """Drop what the ledger never needs (the `toolUseResult` side record is often the biggest part)."""
-    out = {k: v for k, v in rec.items() if k not in ("toolUseResult", "snapshot", "data")}
-    tur = rec.get("toolUseResult")
+    """Drop what the ledger never needs (the `toolUseResult` side record is often the biggest
+    part), in place: the record was decoded for this reader alone."""
+    rec.pop("snapshot", None)
+    rec.pop("data", None)
+    tur = rec.pop("toolUseResult", None)
     if isinstance(tur, dict) and "agentId" in tur:
-        out["toolUseResult"] = {"agentId": tur.get("agentId")}
-    return out
+        rec["toolUseResult"] = {"agentId": tur.get("agentId")}
+    return rec
 
 
 class ClaudeCodeReader:
     """Incremental reader: feed it bytes as they arrive, ask for the transcript at any time."""
 
-    def __init__(self, path: str | Path, *, with_subagents: bool = True) -> None:
+    def __init__(self, path: str | Path, *, with_subagents: bool = True, follow: bool = True) -> None:
+        """`follow` False: the transcript is asked for once, at the end (nothing is kept for
+        building it again)."""
         self.path = Path(path)
         self.file = str(path)
         self.with_subagents = with_subagents
         self._lines = LineSplitter(max_line=MAX_LINE_BYTES)
         self._state = _State()
         self._count = 0
+        self._memo = _Memo(keep=follow)
+        self._built: _Built | None = None
+        self.builds = 0
+        """Transcripts built from every line."""
+        self.extensions = 0
+        """Transcripts made by extending the one before (see `transcript`)."""
 
     def feed(self, data: bytes) -> None:
         for line_no, raw in self._lines.feed(data):
@@ -157,7 +216,9 @@ class ClaudeCodeReader:
     def _take(self, line_no: int, raw: bytes, torn_ok: bool = True) -> None:
         state = self._state
         before = len(state.issues)
-        rec = decode_json_line(raw, self.file, line_no, state.issues)
+        # nesting depth is checked below, on the records kept: the others (file-history snapshots
+        # are the bulk of the deep-looking lines) are only counted, and never recursed into
+        rec = decode_json_line(raw, self.file, line_no, state.issues, depth=False)
         if rec is None:
             if not torn_ok and len(state.issues) > before:
                 last = state.issues[-1]
@@ -189,6 +250,9 @@ class ClaudeCodeReader:
             "microcompact_boundary",
         )
         if is_conv or is_boundary:
+            if too_deep(rec, raw):
+                state.issues.append(LoadIssue(file=self.file, line=line_no, reason=too_deep_reason()))
+                return
             msg = rec.get("message")
             if is_conv and not isinstance(msg, dict):
                 state.issues.append(
@@ -237,12 +301,227 @@ class ClaudeCodeReader:
         state.order.append(uuid)
 
     def transcript(self) -> Transcript:
-        """The transcript of everything fed so far (the partial last line is not included)."""
+        """The transcript of everything fed so far (the partial last line is not included).
+
+        After the first, a transcript is made by extending the one before when the lines added
+        since only continue the active branch (what a followed file does almost always): the
+        cost is that of the new lines. Anything else (a compaction, a rewind, a subagent line, a
+        new compaction-call file) builds it again from every line."""
         state = self._state
+        calls: list[Path] = []
         if self.with_subagents:
             calls = [p for p, _ in _agent_files(self.path, state.session_id) if _is_compaction_call(p)]
-            state = _with_recovered_context(state, calls)
-        return _Builder(self.file, state).build(self.path if self.with_subagents else None)
+        calls_key = tuple(_file_key(p) for p in calls)
+        built = self._built
+        if built is not None and built.calls == calls_key:
+            extended = self._extend(built)
+            if extended is not None:
+                self.extensions += 1
+                return extended
+        full = _with_recovered_context(state, calls)
+        builder = _Builder(self.file, full, self._memo)
+        transcript = builder.build(self.path if self.with_subagents else None)
+        self._built = builder.built
+        if self._built is not None:
+            self._built.count = len(state.order)
+            self._built.recovered = {u: n for u, n in full.nodes.items() if n.file is not None}
+            self._built.calls = calls_key
+            self._built.call_parents = frozenset(
+                str(rec.get("parentUuid")) for p in calls for _, rec in _meta_lines(p)
+            )
+        self.builds += 1
+        return transcript
+
+    def _extend(self, built: _Built) -> Transcript | None:
+        """`built`'s transcript with the lines read since, when they only continue its active
+        branch; None when a full build is needed. Checks everything before changing anything."""
+        state = self._state
+        base = state.nodes
+        new = [base[u] for u in state.order[built.count :]]
+        recovered = built.recovered
+
+        def node(uuid: str) -> _Node | None:
+            n = base.get(uuid)
+            return n if n is not None else recovered.get(uuid)
+
+        old = built.transcript
+        conv = [n for n in new if n.record is not None]
+        for n in conv:
+            if (
+                n.type not in CONVERSATION_TYPES  # a compaction or microcompact boundary
+                or n.sidechain
+                or _is_api_error(n)
+                or n.uuid in built.call_parents
+                or n.uuid in built.preserved
+            ):
+                return None
+        if not conv and (
+            len(old.load_issues) == len(built.chain_issues) + len(state.issues) + len(built.pairing.issues())
+            and old.title == state.title
+            and old.skipped == dict(Counter(state.skipped) + built.skipped_extra)
+        ):
+            built.count = len(state.order)
+            return old
+        # The newest line leads back to the old chain through new lines, or old lines that hold no
+        # message (progress) or that the ledger already holds beside the chain (parallel tool
+        # traffic). Where it meets the chain, the chain's tail after that point leaves it; that
+        # tail must still be in the ledger as parallel traffic, or the ledger is not simply longer.
+        path: list[_Node] = []
+        dropped: list[_Node] = []
+        if conv:
+            cur: _Node | None = conv[-1]
+            seen: set[str] = set()
+            while cur is not None and cur.uuid not in built.on_chain:
+                if cur.uuid in seen:
+                    return None
+                if cur.order < built.count and cur.record is not None and cur.uuid not in built.members:
+                    return None  # an old line beside the ledger: a rewind's branch
+                seen.add(cur.uuid)
+                path.append(cur)
+                cur = node(cur.parent) if cur.parent else None
+            if cur is None:
+                return None
+            at = built.chain_pos[cur.uuid]
+            if len(built.chain) - at - 1 > MAX_REJOIN:
+                return None
+            dropped = [d for u in built.chain[at + 1 :] if (d := node(u)) is not None]
+            if len(dropped) != len(built.chain) - at - 1:
+                return None
+        if built.strays and (dropped or any(n.order < built.count for n in path)):
+            return None  # where the abandoned branches fork could move
+        rid_delta: Counter[str] = Counter()
+        for n in dropped:
+            if n.record is None:
+                continue
+            if n.type not in CONVERSATION_TYPES or _is_api_error(n):
+                return None
+            if n.type == "assistant":
+                rid = _response_id(n.record)
+                if rid is None:
+                    return None
+                rid_delta[rid] -= 1
+        for n in path:
+            if n.type == "assistant" and n.record is not None and (rid := _response_id(n.record)):
+                rid_delta[rid] += 1
+        if any(built.rid_count[r] + d <= 0 for r, d in rid_delta.items() if d < 0):
+            return None  # a response would leave the chain, and the tool calls that came with it
+        path_ids = {n.uuid for n in path}
+        add_rids = {r for r, d in rid_delta.items() if d > 0 and built.rid_count[r] <= 0}
+        add_calls = {
+            c for n in path if n.type == "assistant" and n.record is not None for c in _call_ids(n.record)
+        }
+        members = {n.uuid for n in path if n.record is not None}
+        users: list[_Node] = []
+        for n in conv:
+            if n.uuid in path_ids:
+                continue
+            assert n.record is not None
+            if n.type == "assistant":
+                rid = _response_id(n.record)
+                if rid is None or not (rid in built.chain_rids or rid in add_rids):
+                    return None
+                members.add(n.uuid)
+                add_calls.update(_call_ids(n.record))
+            else:
+                users.append(n)
+        for n in users + [n for n in dropped if n.type == "user" and n.record is not None]:
+            assert n.record is not None
+            if n.file is not None and n.parent in built.members:
+                continue  # hook output recovered from a compaction call, after its tool result
+            answers = _answers(n.record)
+            if not answers or not all(a in built.chain_calls or a in add_calls for a in answers):
+                return None
+            members.add(n.uuid)
+        for n in built.strays:
+            assert n.record is not None
+            if n.type == "assistant" and _response_id(n.record) in add_rids:
+                return None
+            if n.type == "user":
+                answers = _answers(n.record)
+                if answers and all(a in built.chain_calls or a in add_calls for a in answers):
+                    return None
+        # from here on, `built` is changed into the extended build
+        built.count = len(state.order)
+        if path:
+            for n in dropped:
+                built.on_chain.discard(n.uuid)
+                del built.chain_pos[n.uuid]
+            del built.chain[len(built.chain) - len(dropped) :]
+            for n in reversed(path):
+                built.on_chain.add(n.uuid)
+                built.chain_pos[n.uuid] = len(built.chain)
+                built.chain.append(n.uuid)
+            built.leaf = path[0].uuid
+        built.rid_count.update(rid_delta)
+        built.chain_rids |= add_rids
+        built.chain_calls |= add_calls
+        built.members |= members
+        acc = built.acc
+        builder = _Builder(self.file, state, self._memo)
+        touched: set[int] = set()
+        for n in new:
+            if n.uuid in members:  # new lines only: the old ones the chain now runs through are read
+                gi = acc.take(n, self._memo)
+                if gi is not None:
+                    touched.add(gi)
+        messages = list(old.messages)
+        requests = list(old.requests)
+        first_changed = min(touched) if touched else len(messages)
+        built.pairing.truncate(first_changed)
+        last = len(old.segments) - 1
+        last_ids = built.last_ids
+        for gi in sorted(touched):
+            g = acc.groups[gi]
+            m = builder._message(g, acc)
+            if gi < len(messages):
+                messages[gi] = m
+            else:
+                messages.append(m)
+                last_ids.append(m.id)
+            if g.rid is not None:
+                ri = built.request_of.get(m.id)
+                request = Request(
+                    index=len(requests) + 1 if ri is None else ri + 1,
+                    response_id=m.id,
+                    model=acc.model_by_rid.get(g.rid),
+                    usage=acc.usage_by_rid.get(g.rid),
+                    segment=last if ri is None else requests[ri].segment,
+                    ledger_len=len(last_ids) - 1 if ri is None else requests[ri].ledger_len,
+                    timestamp=m.timestamp,
+                    stop_reason=acc.stop_by_rid.get(g.rid),
+                )
+                if ri is None:
+                    built.request_of[m.id] = len(requests)
+                    requests.append(request)
+                elif request != requests[ri]:
+                    requests[ri] = request
+        for m in messages[first_changed:]:
+            built.pairing.add(m)
+        segments = list(old.segments)
+        if len(last_ids) != len(segments[-1].message_ids):
+            segments[-1] = segments[-1].model_copy(update={"message_ids": tuple(last_ids)})
+        models = Counter(r.model for r in requests if r.model and r.model != "<synthetic>")
+        subagents = list(built.inline)
+        if self.with_subagents:
+            subagents += _find_subagent_files(self.path, state.session_id)[0]
+        skipped = Counter(state.skipped) + built.skipped_extra
+        transcript = Transcript(
+            format=FORMAT,
+            path=self.file,
+            session_id=state.session_id,
+            model=models.most_common(1)[0][0] if models else None,
+            title=state.title,
+            messages=messages,
+            segments=segments,
+            requests=requests,
+            events=list(old.events),
+            subagents=subagents,
+            abandoned=list(old.abandoned),
+            load_issues=[*state.issues, *built.chain_issues, *built.pairing.issues()],
+            skipped=dict(skipped),
+        )
+        built.transcript = transcript
+        return transcript
 
 
 def _with_recovered_context(state: _State, calls: list[Path]) -> _State:
@@ -265,7 +544,7 @@ def _with_recovered_context(state: _State, calls: list[Path]) -> _State:
             anchor = state.nodes.get(parent)
             if anchor is None or anchor.sidechain or not isinstance(rec.get("message"), dict):
                 continue
-            slim = _slim(rec)
+            slim = _slim(dict(rec))  # the call's records are cached: never changed
             slim["isSidechain"] = False
             slim["_recovered"] = True
             extra[parent].append(
@@ -401,6 +680,19 @@ def _usage(raw: Any, problems: list[str] | None = None) -> Usage | None:
     problem, when `problems` is given)."""
     if not isinstance(raw, dict):
         return None
+    if problems is None and "output_tokens_details" not in raw:
+        a, b, c, d = (raw.get(k, 0) for k in USAGE_KEYS)
+        if (
+            type(a) is int
+            and type(b) is int
+            and type(c) is int
+            and type(d) is int
+            and 0 <= a <= MAX_TOKENS
+            and 0 <= b <= MAX_TOKENS
+            and 0 <= c <= MAX_TOKENS
+            and 0 <= d <= MAX_TOKENS
+        ):
+            return Usage(input=a, cache_write=b, cache_read=c, output=d)
     sink: list[str] = [] if problems is None else problems
     details = raw.get("output_tokens_details")
     counts = [token_count(raw, key, "message.usage", sink) for key in USAGE_KEYS]
@@ -505,12 +797,119 @@ def _call_ids(rec: dict[str, Any]) -> list[str]:
     return [str(b.get("id")) for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
 
 
+@dataclass(slots=True)
+class _Group:
+    """The lines that make one message: one user line, or every line of one response."""
+
+    lines: list[_Node]
+    blocks: list[tuple[Block, ...]]
+    rid: str | None
+    """The response id (assistant groups only)."""
+    first_task: bool = False
+
+
+@dataclass
+class _Acc:
+    """What reading the ledger's lines in file order accumulates: tool names by call, each
+    response's usage, model and stop reason, and the groups that become messages."""
+
+    call_names: dict[str, str] = field(default_factory=dict)
+    usage_by_rid: dict[str, Usage] = field(default_factory=dict)
+    model_by_rid: dict[str, str] = field(default_factory=dict)
+    stop_by_rid: dict[str, str] = field(default_factory=dict)
+    first_task_done: bool = False
+    groups: list[_Group] = field(default_factory=list)
+    group_of_rid: dict[str, int] = field(default_factory=dict)
+
+    def take(self, n: _Node, memo: _Memo) -> int | None:
+        """Read one member line; the index of the group it joined or began (None: not a message)."""
+        rec = n.record
+        if rec is None or n.type not in CONVERSATION_TYPES:
+            return None
+        msg = rec["message"]
+        parts = memo.parts_of(n, msg, self.call_names)
+        if n.type == "assistant":
+            rid = _response_id(rec) or n.uuid
+            u = parts.usage
+            if u is not None:
+                prev = self.usage_by_rid.get(rid)
+                if prev is None or u.output > prev.output:
+                    self.usage_by_rid[rid] = u
+            if isinstance(msg.get("model"), str):
+                self.model_by_rid[rid] = msg["model"]
+            if isinstance(msg.get("stop_reason"), str):
+                self.stop_by_rid[rid] = msg["stop_reason"]
+            gi = self.group_of_rid.get(rid)
+            if gi is not None:
+                self.groups[gi].lines.append(n)
+                self.groups[gi].blocks.append(parts.blocks)
+                return gi
+            self.group_of_rid[rid] = len(self.groups)
+            self.groups.append(_Group([n], [parts.blocks], rid))
+            return len(self.groups) - 1
+        blocks = parts.blocks
+        is_human = (
+            not rec.get("isMeta")
+            and not rec.get("isCompactSummary")
+            and not (blocks and all(isinstance(b, ToolResultBlock | MediaBlock) for b in blocks))
+        )
+        self.groups.append(_Group([n], [blocks], None, is_human and not self.first_task_done))
+        if is_human:
+            self.first_task_done = True
+        return len(self.groups) - 1
+
+
+@dataclass
+class _Built:
+    """A build kept for the next one: when the file only grew along the active branch (the
+    common case while an agent is writing), the next transcript extends this one by what is new
+    instead of being built again from every line."""
+
+    count: int
+    """Lines (nodes) of the reader's state this was built from."""
+    calls: tuple[_FileKey | None, ...]
+    """The compaction-call files whose lines were recovered, by path, size and mtime."""
+    call_parents: frozenset[str]
+    """The uuids their recovered lines hang off."""
+    leaf: str
+    chain: list[str]
+    """The active branch's uuids, root first."""
+    chain_pos: dict[str, int]
+    on_chain: set[str]
+    rid_count: Counter[str]
+    """Response id -> how many lines of it are on the chain."""
+    members: set[str]
+    """The ledger's lines (on the chain and beside it)."""
+    recovered: dict[str, _Node]
+    """Lines recovered from the compaction calls (the session's own lines may hang off them)."""
+    chain_rids: set[str]
+    chain_calls: set[str]
+    strays: list[_Node]
+    """Lines beside the chain that no rule absorbed (abandoned or detached)."""
+    acc: _Acc
+    last_ids: list[str]
+    """The last segment's message ids."""
+    request_of: dict[str, int]
+    """Message id of a response -> position of its request."""
+    preserved: frozenset[str]
+    """Every uuid a compaction on the chain names as preserved (a preserved line written after its
+    boundary belongs to the segment before it as well)."""
+    chain_issues: list[LoadIssue]
+    skipped_extra: Counter[str]
+    inline: list[SubagentRef]
+    pairing: Pairing
+    transcript: Transcript
+
+
 class _Builder:
     """Turns the nodes read so far into a Transcript."""
 
-    def __init__(self, file: str, state: _State) -> None:
+    def __init__(self, file: str, state: _State, memo: _Memo | None = None) -> None:
         self.file = file
         self.s = state
+        self.memo = memo if memo is not None else _Memo()
+        self.built: _Built | None = None
+        """Set by `build` when the result can be extended (not a sidechain-only file)."""
         self.issues = list(state.issues)
         self.skipped: Counter[str] = Counter(state.skipped)
 
@@ -631,8 +1030,27 @@ class _Builder:
         microcompacts = [
             n for n in chain if n.record is not None and n.record.get("subtype") == "microcompact_boundary"
         ]
-        abandoned = self._abandoned([n for n in stray if n.uuid not in members], on_chain)
-        return self._assemble(path, chain, ordered, boundaries, microcompacts, abandoned, sidechain_file)
+        strays = [n for n in stray if n.uuid not in members]
+        abandoned = self._abandoned(strays, on_chain)
+        transcript = self._assemble(
+            path, chain, ordered, boundaries, microcompacts, abandoned, sidechain_file
+        )
+        if self.built is not None:
+            assert leaf is not None
+            self.built.leaf = leaf.uuid
+            self.built.chain = [n.uuid for n in chain]
+            self.built.chain_pos = {u: i for i, u in enumerate(self.built.chain)}
+            self.built.on_chain = on_chain
+            self.built.rid_count = Counter(
+                rid
+                for n in chain
+                if n.type == "assistant" and n.record is not None and (rid := _response_id(n.record))
+            )
+            self.built.members = members
+            self.built.chain_rids = chain_rids
+            self.built.chain_calls = chain_calls
+            self.built.strays = strays
+        return transcript
 
     def _abandoned(self, strays: list[_Node], on_chain: set[str]) -> list[AbandonedBranch]:
         nodes = self.s.nodes
@@ -690,89 +1108,26 @@ class _Builder:
         abandoned: list[AbandonedBranch],
         sidechain_file: bool,
     ) -> Transcript:
-        call_names: dict[str, str] = {}
-        messages: list[Message] = []
-        msg_by_rid: dict[str, int] = {}
-        usage_by_rid: dict[str, Usage] = {}
-        model_by_rid: dict[str, str] = {}
-        stop_by_rid: dict[str, str] = {}
-        line_of_msg: dict[str, int] = {}
-        first_task_done = False
+        memo = self.memo
+        acc = _Acc()
         # segment of each member, by the position of the boundary in file order
         seg_starts = sorted((b.order, i + 1) for i, b in enumerate(boundaries))
         # the segment of a node: the last boundary (in file order) before it, found by bisection
         start_orders = [order for order, _ in seg_starts]
         start_segments = [idx for _, idx in seg_starts]
-        msg_segment: dict[str, int] = {}
         for n in ordered:
-            rec = n.record
-            if rec is None or n.type not in CONVERSATION_TYPES:
-                continue
+            acc.take(n, memo)
+        messages: list[Message] = []
+        msg_segment: dict[str, int] = {}
+        line_of_msg: dict[str, int] = {}
+        for g in acc.groups:
+            m = self._message(g, acc)
+            n = g.lines[0]
             j = bisect_left(start_orders, n.order)  # boundaries with order < n.order
-            seg = start_segments[j - 1] if j else 0
-            msg = rec["message"]
-            if n.type == "assistant":
-                rid = _response_id(rec) or n.uuid
-                blocks = _blocks(msg.get("content"), call_names)
-                u = _usage(msg.get("usage"))
-                if u is not None:
-                    prev = usage_by_rid.get(rid)
-                    if prev is None or u.output > prev.output:
-                        usage_by_rid[rid] = u
-                if isinstance(msg.get("model"), str):
-                    model_by_rid[rid] = msg["model"]
-                if isinstance(msg.get("stop_reason"), str):
-                    stop_by_rid[rid] = msg["stop_reason"]
-                if rid in msg_by_rid:
-                    i = msg_by_rid[rid]
-                    old = messages[i]
-                    messages[i] = old.model_copy(update={"blocks": old.blocks + tuple(blocks)})
-                    continue
-                msg_by_rid[rid] = len(messages)
-                m = Message(
-                    id=n.uuid,
-                    role=Role.ASSISTANT,
-                    blocks=tuple(blocks),
-                    timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
-                    source=Source.of(SourceKind.CONVERSATION),
-                    sidechain=n.sidechain,
-                    agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
-                    origin=Origin(file=self.file, line=n.line),
-                    response_id=rid,
-                    model=msg.get("model") if isinstance(msg.get("model"), str) else None,
-                )
-            else:
-                blocks = _blocks(msg.get("content"), call_names)
-                is_human = (
-                    not rec.get("isMeta")
-                    and not rec.get("isCompactSummary")
-                    and not (blocks and all(isinstance(b, ToolResultBlock | MediaBlock) for b in blocks))
-                )
-                source = _source_for(rec, blocks, first_task=is_human and not first_task_done)
-                if is_human:
-                    first_task_done = True
-                m = Message(
-                    id=n.uuid,
-                    role=Role.USER,
-                    blocks=tuple(blocks),
-                    timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
-                    source=source,
-                    sidechain=n.sidechain,
-                    agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
-                    origin=Origin(file=n.file or self.file, line=n.line),
-                    is_meta=bool(rec.get("isMeta")),
-                    is_summary=bool(rec.get("isCompactSummary")),
-                )
-            msg_segment[m.id] = seg
+            msg_segment[m.id] = start_segments[j - 1] if j else 0
             line_of_msg[m.id] = n.line
             messages.append(m)
-        # apply final stop reasons and models to merged responses
-        for rid, i in msg_by_rid.items():
-            upd: dict[str, Any] = {}
-            if rid in stop_by_rid:
-                upd["stop_reason"] = stop_by_rid[rid]
-            if upd:
-                messages[i] = messages[i].model_copy(update=upd)
+        usage_by_rid, model_by_rid, stop_by_rid = acc.usage_by_rid, acc.model_by_rid, acc.stop_by_rid
 
         # segments: the ledger of each stretch between compactions
         by_id = {m.id: m for m in messages}
@@ -821,6 +1176,7 @@ class _Builder:
             )
         # requests: one per response on the active branch, at its place in its segment's ledger
         requests: list[Request] = []
+        kept_requests: dict[tuple[Any, ...], Request] = {}
         response_of_request: list[str] = []
         preserved_after: set[str] = set()
         for e in events:
@@ -833,19 +1189,33 @@ class _Builder:
                 if seg_index > 0 and mid in preserved_after:
                     continue  # a preserved response was made before the compaction, in the segment before
                 rid = m.response_id
-                requests.append(
-                    Request(
-                        index=len(requests) + 1,
+                fields = (
+                    len(requests) + 1,
+                    mid,
+                    model_by_rid.get(rid),
+                    usage_by_rid.get(rid),
+                    seg_index,
+                    pos,
+                    m.timestamp,
+                    stop_by_rid.get(rid),
+                )
+                req = memo.requests.get(fields)
+                if req is None:
+                    req = Request(
+                        index=fields[0],
                         response_id=mid,
-                        model=model_by_rid.get(rid),
-                        usage=usage_by_rid.get(rid),
+                        model=fields[2],
+                        usage=fields[3],
                         segment=seg_index,
                         ledger_len=pos,
                         timestamp=m.timestamp,
-                        stop_reason=stop_by_rid.get(rid),
+                        stop_reason=fields[7],
                     )
-                )
+                if memo.keep:
+                    kept_requests[fields] = req
+                requests.append(req)
                 response_of_request.append(mid)
+        memo.requests = kept_requests
         # place events on the request axis
         seg_first_request: dict[int, int] = {}
         for r in requests:
@@ -856,6 +1226,10 @@ class _Builder:
             first = seg_first_request.get(e.segment or 0)
             after = (first - 1) if first is not None else len(requests)
             placed.append(e.model_copy(update={"after_request": after}))
+        # requests before a microcompact: those whose response line comes before it in the file
+        request_lines = sorted(
+            line_of_msg.get(m.id, 0) for m in messages if m.response_id and m.id in requested
+        )
         for mc in microcompacts:
             rec = mc.record
             assert rec is not None
@@ -864,11 +1238,7 @@ class _Builder:
             )
             assert isinstance(meta, dict)
             cleared = meta.get("compactedToolIds")
-            after = sum(
-                1
-                for m in messages
-                if m.response_id and line_of_msg.get(m.id, 0) < mc.line and m.id in requested
-            )
+            after = bisect_left(request_lines, mc.line)
             placed.append(
                 RecordedEvent(
                     kind=EventKind.MICROCOMPACT,
@@ -895,7 +1265,11 @@ class _Builder:
             for i, ids in enumerate(segments)
         ]
         models = Counter(r.model for r in requests if r.model and r.model != "<synthetic>")
-        self.issues.extend(pairing_issues(messages, self.file))
+        chain_issues = self.issues[len(self.s.issues) :]
+        pairing = Pairing(self.file)
+        for m in messages:
+            pairing.add(m)
+        self.issues.extend(pairing.issues())
         transcript = Transcript(
             format=FORMAT,
             path=self.file,
@@ -910,13 +1284,97 @@ class _Builder:
             load_issues=self.issues,
             skipped=dict(self.skipped),
         )
+        inline: list[SubagentRef] = []
         if not sidechain_file:
-            transcript.subagents = self._inline_subagents()
+            inline = self._inline_subagents()
+            transcript.subagents = list(inline)
         if path is not None and not sidechain_file:
             subs, calls = _find_subagent_files(path, self.s.session_id)
             transcript.subagents = transcript.subagents + subs
             _link_compaction_calls(transcript, calls)
+        empty_before_last = set(range(len(segments) - 1)) - {r.segment for r in requests}
+        if memo.keep and not sidechain_file and chain and not empty_before_last:
+            self.built = _Built(
+                count=0,
+                calls=(),
+                call_parents=frozenset(),
+                leaf="",
+                chain=[],
+                chain_pos={},
+                on_chain=set(),
+                rid_count=Counter(),
+                members=set(),
+                recovered={},
+                chain_rids=set(),
+                chain_calls=set(),
+                strays=[],
+                acc=acc,
+                last_ids=list(segments[-1]),
+                request_of={r.response_id: i for i, r in enumerate(requests) if r.response_id},
+                preserved=frozenset(
+                    u for b in boundaries if b.record is not None for u in _preserved_uuids(b.record)
+                ),
+                chain_issues=chain_issues,
+                skipped_extra=self.skipped - self.s.skipped,
+                inline=inline,
+                pairing=pairing,
+                transcript=transcript,
+            )
         return transcript
+
+    def _message(self, g: _Group, acc: _Acc) -> Message:
+        """The message of one group of lines; the one made before when its lines are the same."""
+        memo = self.memo
+        n = g.lines[0]
+        rec = n.record
+        assert rec is not None
+        if g.rid is not None:
+            stop = acc.stop_by_rid.get(g.rid)
+            hit_a = memo.responses.get(n.uuid)
+            key = tuple(g.blocks)
+            if (
+                hit_a is not None
+                and hit_a[1] == stop
+                and len(hit_a[0]) == len(key)
+                and all(a is b for a, b in zip(hit_a[0], key, strict=True))
+            ):
+                return hit_a[2]
+            msg = rec["message"]
+            m = Message(
+                id=n.uuid,
+                role=Role.ASSISTANT,
+                blocks=key[0] if len(key) == 1 else tuple(b for bs in key for b in bs),
+                timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+                source=Source.of(SourceKind.CONVERSATION),
+                sidechain=n.sidechain,
+                agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
+                origin=Origin(file=self.file, line=n.line),
+                response_id=g.rid,
+                model=msg.get("model") if isinstance(msg.get("model"), str) else None,
+                stop_reason=stop,
+            )
+            if memo.keep:
+                memo.responses[n.uuid] = (key, stop, m)
+            return m
+        blocks = g.blocks[0]
+        hit_u = memo.users.get(n.uuid)
+        if hit_u is not None and hit_u[0] == g.first_task and hit_u[1] is blocks:
+            return hit_u[2]
+        m = Message(
+            id=n.uuid,
+            role=Role.USER,
+            blocks=blocks,
+            timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+            source=_source_for(rec, list(blocks), first_task=g.first_task),
+            sidechain=n.sidechain,
+            agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
+            origin=Origin(file=n.file or self.file, line=n.line),
+            is_meta=bool(rec.get("isMeta")),
+            is_summary=bool(rec.get("isCompactSummary")),
+        )
+        if memo.keep:
+            memo.users[n.uuid] = (g.first_task, blocks, m)
+        return m
 
     def _inline_subagents(self) -> list[SubagentRef]:
         """Claude Code 1.0: sidechain lines written inline; each root begins one subagent run."""
@@ -955,6 +1413,14 @@ class _Builder:
                 )
             )
         return out
+
+
+def _preserved_uuids(rec: dict[str, Any]) -> list[str]:
+    """The uuids a compact_boundary's metadata names as preserved."""
+    meta = rec.get("compactMetadata")
+    kept = meta.get("preservedMessages") if isinstance(meta, dict) else None
+    uuids = kept.get("uuids") if isinstance(kept, dict) else None
+    return [u for u in uuids if isinstance(u, str)] if isinstance(uuids, list) else []
 
 
 def _is_api_error(n: _Node) -> bool:
@@ -1122,7 +1588,7 @@ def _link_compaction_calls(transcript: Transcript, calls: Iterable[Path]) -> Non
 
 def load_claude_code(path: str | Path, *, with_subagents: bool = True) -> Transcript:
     """Read a whole Claude Code transcript file."""
-    reader = ClaudeCodeReader(path, with_subagents=with_subagents)
+    reader = ClaudeCodeReader(path, with_subagents=with_subagents, follow=False)
     with Path(path).open("rb") as fh:
         while chunk := fh.read(READ_CHUNK):
             reader.feed(chunk)
