@@ -287,19 +287,15 @@ class Replay:
     def report(self, step: int | None = None, compare_with: str | Policy | None = None) -> Report:
         from inspector.replay.fidelity import fidelity
 
-        report = build_report(self.transcript, self.budget_row())
-        spend = self.calibration.spend
-        harness = self.harness_estimates()
-        for row, k in zip(report.requests, range(1, len(self) + 1), strict=True):
-            if row.context_tokens is None:
-                row.context_tokens = self.calibration.context(k)
-                row.estimated = True
-            row.cumulative_tokens = spend[k - 1]
-            row.harness_estimate = harness[k - 1]
+        report = build_report(
+            self.transcript,
+            self.budget_row(),
+            calibrated=self.calibration.context,
+            spend=self.calibration.spend,
+            harness=self.harness_estimates(),
+        )
         if len(self):
             report.fidelity = fidelity(self).model_dump(mode="json")
-        if report.requests:
-            report.cumulative_tokens = report.requests[-1].cumulative_tokens
         if step is not None:
             s = self.step(self._check(step))
             report.step = step

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from inspector.model import Role, Transcript
+from inspector.model import (
+    MediaBlock,
+    ReasoningBlock,
+    Role,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Transcript,
+)
 from inspector.model.windows import model_window
 
 SCHEMA_VERSION = 1
@@ -168,39 +177,100 @@ def resolve_window(transcript: Transcript, window: int | None) -> tuple[int | No
     return (found, "model") if found is not None else (None, "unknown")
 
 
-def role_counts(transcript: Transcript) -> dict[str, int]:
-    counts: Counter[str] = Counter()
+def _message_counts(transcript: Transcript) -> tuple[dict[str, int], dict[str, int]]:
+    """`role_counts` and `tool_counts` in one pass over the messages, each block looked at once."""
+    roles: dict[str, int] = {}
+    tools: dict[str, int] = {}
+    user = Role.USER
     for m in transcript.messages:
-        if m.role is Role.USER and m.is_tool_result:
-            counts["tool_result"] += 1
+        results = False  # a tool result among the blocks
+        others = False  # a block that is neither a tool result nor media
+        for b in m.blocks:
+            # the common blocks by exact type; any other (a subclass, a kind added later) by isinstance
+            if type(b) is ToolResultBlock:
+                results = True
+            elif type(b) is ToolCallBlock:
+                others = True
+                tools[b.name] = tools.get(b.name, 0) + 1
+            elif type(b) is TextBlock or type(b) is ReasoningBlock:
+                others = True
+            elif type(b) is not MediaBlock:
+                if isinstance(b, ToolResultBlock):
+                    results = True
+                elif not isinstance(b, MediaBlock):
+                    others = True
+                if isinstance(b, ToolCallBlock):
+                    tools[b.name] = tools.get(b.name, 0) + 1
+        # `Message.is_tool_result`: tool results, with nothing but media beside them
+        if m.role is user and results and not others:
+            key = "tool_result"
         elif m.is_summary:
-            counts["summary"] += 1
+            key = "summary"
         else:
-            counts[m.role.value] += 1
-    return dict(sorted(counts.items()))
+            key = m.role.value
+        roles[key] = roles.get(key, 0) + 1
+    # as `Counter.most_common()` orders them: by count, ties in the order first seen
+    return dict(sorted(roles.items())), dict(sorted(tools.items(), key=itemgetter(1), reverse=True))
+
+
+def role_counts(transcript: Transcript) -> dict[str, int]:
+    return _message_counts(transcript)[0]
 
 
 def tool_counts(transcript: Transcript) -> dict[str, int]:
-    counts: Counter[str] = Counter(c.name for m in transcript.messages for c in m.tool_calls)
-    return dict(counts.most_common())
+    return _message_counts(transcript)[1]
 
 
-def request_rows(transcript: Transcript) -> list[RequestRow]:
+def request_rows(
+    transcript: Transcript,
+    *,
+    calibrated: Callable[[int], int] | None = None,
+    spend: Sequence[int] | None = None,
+    harness: Sequence[int] | None = None,
+) -> list[RequestRow]:
+    """One row per request.
+
+    By default a row holds what the transcript reports: no context where none was reported, and
+    the spend summed from the reports. `calibrated(k)`: the context of a request that reported
+    none (the row is then `estimated`); `spend` and `harness`: per request (index 0 is request 1),
+    the cumulative spend and the harness's own estimate.
+    """
+    requests = transcript.requests
+    if spend is not None and len(spend) != len(requests):
+        raise ValueError(f"{len(spend)} spend figures for {len(requests)} requests")
+    if harness is not None and len(harness) != len(requests):
+        raise ValueError(f"{len(harness)} harness estimates for {len(requests)} requests")
+    validate = RequestRow.__pydantic_validator__.validate_python
     rows: list[RequestRow] = []
     spent = 0
-    for r in transcript.requests:
-        if r.usage is not None:
-            spent += r.usage.spent
+    for i, r in enumerate(requests):
+        usage = r.usage
+        estimated = False
+        if usage is not None:
+            context: int | None = usage.context
+            output: int | None = usage.output
+            if spend is None:
+                spent += usage.spent
+        else:
+            output = context = None
+            if calibrated is not None:
+                context = calibrated(i + 1)
+                estimated = True
+        # one validation of a dict: much faster than keyword arguments, the same row
         rows.append(
-            RequestRow(
-                index=r.index,
-                context_tokens=r.usage.context if r.usage else None,
-                output_tokens=r.usage.output if r.usage else None,
-                cumulative_tokens=spent,
-                segment=r.segment,
-                ledger_messages=r.ledger_len,
-                model=r.model,
-                timestamp=r.timestamp,
+            validate(
+                {
+                    "index": r.index,
+                    "context_tokens": context,
+                    "estimated": estimated,
+                    "output_tokens": output,
+                    "cumulative_tokens": spent if spend is None else spend[i],
+                    "harness_estimate": None if harness is None else harness[i],
+                    "segment": r.segment,
+                    "ledger_messages": r.ledger_len,
+                    "model": r.model,
+                    "timestamp": r.timestamp,
+                }
             )
         )
     return rows
@@ -214,8 +284,18 @@ def context_stats(rows: list[RequestRow]) -> ContextStats | None:
     return ContextStats(first=known[0][1], max=top[1], max_request=top[0], last=known[-1][1])
 
 
-def build_report(transcript: Transcript, budget: BudgetRow) -> Report:
-    rows = request_rows(transcript)
+def build_report(
+    transcript: Transcript,
+    budget: BudgetRow,
+    *,
+    calibrated: Callable[[int], int] | None = None,
+    spend: Sequence[int] | None = None,
+    harness: Sequence[int] | None = None,
+) -> Report:
+    """The report of a transcript; `calibrated`, `spend` and `harness` fill its request rows (see
+    `request_rows`)."""
+    rows = request_rows(transcript, calibrated=calibrated, spend=spend, harness=harness)
+    roles, tools = _message_counts(transcript)
     return Report(
         format=transcript.format,
         path=transcript.path,
@@ -224,9 +304,10 @@ def build_report(transcript: Transcript, budget: BudgetRow) -> Report:
         title=transcript.title,
         requests=rows,
         messages=len(transcript.messages),
-        messages_by_role=role_counts(transcript),
-        tool_calls=tool_counts(transcript),
-        context=context_stats(rows),
+        messages_by_role=roles,
+        tool_calls=tools,
+        # what the transcript reported: not the contexts calibrated where it reported none
+        context=context_stats([r for r in rows if not r.estimated]),
         cumulative_tokens=rows[-1].cumulative_tokens if rows else 0,
         recorded_events=[
             EventRow(

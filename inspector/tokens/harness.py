@@ -37,19 +37,23 @@ spotter `fa812bfe`: the recorded `preTokens`, 167,117, against 167,100 here).
 
 from __future__ import annotations
 
-import bisect
+import heapq
 import json
 import math
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Protocol
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
 
 from inspector.model import (
+    Block,
     MediaBlock,
     Message,
     ReasoningBlock,
+    Request,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -126,27 +130,92 @@ def _round4(n: int) -> int:
     return (n + 2) // 4
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+"""`json.dumps(value, separators=(",", ":"), ensure_ascii=False)`, without building an encoder per call."""
+
+
+def _plain(value: dict[str, Any] | list[Any]) -> bool:
+    """Whether `value` holds nothing but strings, integers, booleans, None, lists and dicts (exact
+    types): JSON whose orjson text is `json.dumps`'s. A float may not be (`1e-05` is `0.00001` to
+    orjson, NaN is `null`), nor a subclass."""
+    items: Iterable[Any] = value.values() if isinstance(value, dict) else value
+    for v in items:
+        t = type(v)
+        if t is str or t is int or t is bool or v is None:
+            continue
+        if (t is dict or t is list) and _plain(v):
+            continue
+        return False
+    return True
+
+
+def _orjson_text(args: dict[str, Any]) -> bytes | None:
+    """orjson's text of `args` where it is exactly `json.dumps(args, separators=(",", ":"),
+    ensure_ascii=False)` encoded as UTF-8 (every string escapes the same way, every character
+    checked); None where it may not be: `args` is not `_plain`, or orjson refuses it (an integer
+    past 64 bits, a lone surrogate, a key that is not a string, nesting past its limit)."""
+    try:
+        if type(args) is not dict or not _plain(args):
+            return None
+        return orjson.dumps(args)
+    except (TypeError, RecursionError):  # TypeError: orjson.JSONEncodeError
+        return None
+
+
 def _call_json(block: ToolCallBlock) -> str:
     args = block.arguments
     if isinstance(args, str):
         return args
-    return json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODE(args)
+
+
+def _call_chars(block: ToolCallBlock) -> int:
+    """`len(_call_json(block))`, mostly without Python's json encoder."""
+    args = block.arguments
+    if isinstance(args, str):
+        return len(args)
+    out = _orjson_text(args)
+    if out is None:
+        return len(_ENCODE(args))
+    return len(out) if out.isascii() else len(out.decode("utf-8"))
+
+
+def _call_bytes(block: ToolCallBlock) -> int:
+    """`len(_call_json(block).encode("utf-8"))`."""
+    args = block.arguments
+    if isinstance(args, str):
+        return len(args.encode("utf-8"))
+    out = _orjson_text(args)
+    return len(_ENCODE(args).encode("utf-8")) if out is None else len(out)
+
+
+def _claude_code_block(b: Block) -> int:
+    if isinstance(b, TextBlock):
+        return _round4(len(b.text))
+    if isinstance(b, ReasoningBlock):
+        return _round4(b.signature_chars) if b.redacted else _round4(len(b.text))
+    if isinstance(b, ToolCallBlock):
+        return _round4(len(b.name) + _call_chars(b))
+    if isinstance(b, ToolResultBlock):
+        return _round4(len(b.content)) + MEDIA_TOKENS * b.media
+    if isinstance(b, MediaBlock):
+        return MEDIA_TOKENS
+    return 0
 
 
 def claude_code_rough(message: Message) -> int:
     """Claude Code's `roughTokenCountEstimationForMessage`: characters/4 per block."""
     total = 0
     for b in message.blocks:
-        if isinstance(b, TextBlock):
-            total += _round4(len(b.text))
-        elif isinstance(b, ReasoningBlock):
-            total += _round4(b.signature_chars) if b.redacted else _round4(len(b.text))
-        elif isinstance(b, ToolCallBlock):
-            total += _round4(len(b.name) + len(_call_json(b)))
-        elif isinstance(b, ToolResultBlock):
-            total += _round4(len(b.content)) + MEDIA_TOKENS * b.media
-        elif isinstance(b, MediaBlock):
-            total += MEDIA_TOKENS
+        # the common blocks by exact type, inline; the rest (and any subclass) one by one
+        if type(b) is ToolResultBlock:
+            total += (len(b.content) + 2) // 4 + MEDIA_TOKENS * b.media
+        elif type(b) is ToolCallBlock:
+            total += (len(b.name) + _call_chars(b) + 2) // 4
+        elif type(b) is TextBlock:
+            total += (len(b.text) + 2) // 4
+        else:
+            total += _claude_code_block(b)
     return total
 
 
@@ -157,7 +226,7 @@ def chars4(message: Message) -> int:
         if isinstance(b, TextBlock | ReasoningBlock):
             total += _round4(len(b.text))
         elif isinstance(b, ToolCallBlock):
-            total += _round4(len(b.name) + len(_call_json(b)))
+            total += _round4(len(b.name) + _call_chars(b))
         elif isinstance(b, ToolResultBlock):
             total += _round4(len(b.content))
     return total
@@ -170,7 +239,7 @@ def bytes4(message: Message) -> int:
         if isinstance(b, TextBlock | ReasoningBlock):
             size += len(b.text.encode("utf-8"))
         elif isinstance(b, ToolCallBlock):
-            size += len(b.name.encode("utf-8")) + len(_call_json(b).encode("utf-8"))
+            size += len(b.name.encode("utf-8")) + _call_bytes(b)
         elif isinstance(b, ToolResultBlock):
             size += len(b.content.encode("utf-8"))
     return -(-size // 4)
@@ -235,135 +304,266 @@ def is_compaction_call(transcript: Transcript, k: int) -> bool:
     return resp is not None and resp.is_summary
 
 
+class _RunningMedian:
+    """The median of a growing multiset of integers, in O(log n) an addition and O(1) a median
+    (a sorted list costs O(n) an insertion: quadratic over a long session). The median of an even
+    count is the floor of the mean of the two middle values."""
+
+    __slots__ = ("_high", "_low")
+
+    def __init__(self) -> None:
+        self._low: list[int] = []
+        """The smaller half (one more when the count is odd), negated: a max-heap."""
+        self._high: list[int] = []
+        """The larger half: a min-heap."""
+
+    def __len__(self) -> int:
+        return len(self._low) + len(self._high)
+
+    def add(self, value: int) -> None:
+        low, high = self._low, self._high
+        if not low or value <= -low[0]:
+            heapq.heappush(low, -value)
+            if len(low) > len(high) + 1:
+                heapq.heappush(high, -heapq.heappop(low))
+        else:
+            heapq.heappush(high, value)
+            if len(high) > len(low):
+                heapq.heappush(low, -heapq.heappop(high))
+
+    def median(self) -> int:
+        low, high = self._low, self._high
+        if len(low) > len(high):
+            return -low[0]
+        return math.floor((-low[0] + high[0]) / 2)
+
+
+_Basis = tuple[int, int, int, int, "int | None"]
+"""What estimates build on a report j: (j, its whole input, where what came after its response
+starts in the segment, its recorded output, and for Claude Code the rough size of its response, a
+recorded output below which is taken for a stale streaming snapshot)."""
+
+
 class _Pass:
-    """One pass over a transcript's requests, computing every estimate."""
+    """One pass over a transcript's requests, computing every estimate.
+
+    The work per request does not grow with the session: each message is sized once, each ledger
+    segment's sizes are summed once into prefix sums (a span of the ledger is a difference of two),
+    and what an estimate needs of the report it builds on is taken when that report is met.
+    """
 
     def __init__(self, transcript: Transcript, name: str) -> None:
         self.tr = transcript
         self.name = name
         self.size = _rough(name)
         self._sizes: dict[str, int] = {}
-        self._offsets: list[int] = []
-        self._by_id = {m.id: m for m in transcript.messages}
+        self._summaries: set[str] = set()
+        """Ids of the compaction summaries among the messages sized (noted while sizing them, so
+        as not to look each response up again: on a long session that costs more than sizing)."""
+        self._offsets = _RunningMedian()
+        """(output - characters/4) of the responses recorded with a final count so far."""
+        self._by_id = transcript._index()
         self._prefix: dict[int, tuple[Sequence[str], list[int]]] = {}
+        self._positions: dict[int, tuple[Sequence[str], dict[str, int]]] = {}
 
     def sized(self, mid: str) -> int:
         got = self._sizes.get(mid)
         if got is None:
             m = self._by_id.get(mid)
             got = self._sizes[mid] = self.size(m) if m is not None else 0
+            if m is not None and m.is_summary:
+                self._summaries.add(mid)
         return got
 
-    def span(self, ids: Sequence[str], start: int, end: int) -> int:
-        """The rough size of `ids[start:end]`, from prefix sums kept per segment."""
+    def _sums(self, ids: Sequence[str], end: int) -> list[int]:
+        """Prefix sums of the rough sizes of `ids`, up to `end` at least (all of them but for
+        opencode, whose estimates need no more than its rough ones do); extended in place."""
         pre = self._prefix.get(id(ids))
         if pre is None or pre[0] is not ids:
             pre = self._prefix[id(ids)] = (ids, [0])
         sums = pre[1]
-        end = max(0, min(end, len(ids)))
-        while len(sums) <= end:
-            sums.append(sums[-1] + self.sized(ids[len(sums) - 1]))
-        start = max(0, min(start, end))
-        return sums[end] - sums[start]
+        if end < len(sums):
+            return sums
+        upto = end if self.name == "opencode" else len(ids)
+        sizes = self._sizes
+        by_id = self._by_id
+        size = self.size
+        total = sums[-1]
+        for mid in ids[len(sums) - 1 : upto]:
+            got = sizes.get(mid)
+            if got is None:
+                m = by_id.get(mid)
+                if m is None:
+                    got = sizes[mid] = 0
+                else:
+                    got = sizes[mid] = size(m)
+                    if m.is_summary:
+                        self._summaries.add(mid)
+            total += got
+            sums.append(total)
+        return sums
 
-    def response_pos(self, ids: Sequence[str], k: int) -> int | None:
-        req = self.tr.request(k)
-        if req.response_id is None:
+    def _response_pos(self, ids: Sequence[str], req: Request) -> int | None:
+        """Where `req`'s response is in the segment `ids` (None: not in it)."""
+        rid = req.response_id
+        if rid is None:
             return None
-        if req.ledger_len < len(ids) and ids[req.ledger_len] == req.response_id:
+        if req.ledger_len < len(ids) and ids[req.ledger_len] == rid:
             return req.ledger_len
-        try:
-            return ids.index(req.response_id)
-        except ValueError:
-            return None
+        # elsewhere: its first place in the segment (an index kept per segment, not a scan each time)
+        pos = self._positions.get(id(ids))
+        if pos is None or pos[0] is not ids:
+            first: dict[str, int] = {}
+            for i, mid in enumerate(ids):
+                first.setdefault(mid, i)
+            pos = self._positions[id(ids)] = (ids, first)
+        return pos[1].get(rid)
 
-    def output_of(self, k: int) -> tuple[int, int, bool]:
-        """(output used, output recorded, stale) of request k's response."""
-        req = self.tr.request(k)
-        assert req.usage is not None
-        recorded = req.usage.output
-        if self.name != "claude_code" or req.response_id is None:
-            return recorded, recorded, False
-        rough = self.sized(req.response_id)
-        if recorded >= rough:
-            return recorded, recorded, False
-        offset = 0
-        if len(self._offsets) >= STALE_MIN_SAMPLES:
-            n = len(self._offsets)
-            mid = n // 2
-            offset = (
-                self._offsets[mid] if n % 2 else math.floor((self._offsets[mid - 1] + self._offsets[mid]) / 2)
-            )
-        return max(recorded, rough + offset), recorded, True
+    def _median_offset(self) -> int:
+        offsets = self._offsets
+        return offsets.median() if len(offsets) >= STALE_MIN_SAMPLES else 0
 
-    def learn(self, k: int) -> None:
-        """After request k: a response recorded with its final output teaches the stale correction."""
-        if self.name != "claude_code":
-            return
-        req = self.tr.request(k)
-        if req.usage is None or req.response_id is None or is_compaction_call(self.tr, k):
-            return
-        rough = self.sized(req.response_id)
-        if rough > 0 and req.usage.output >= rough:
-            bisect.insort(self._offsets, req.usage.output - rough)
-
-    def estimate(self, k: int, ids: Sequence[str], end: int, reports: list[int]) -> HarnessEstimate:
-        """The estimate of sending `ids[:end]`, built on the last of `reports` (requests of this segment)."""
-        if self.name == "heuristic" or not reports:
-            return HarnessEstimate(k, self.name, self.span(ids, 0, end), "rough")
-        j = reports[-1]
-        req = self.tr.request(j)
-        assert req.usage is not None
-        pos = self.response_pos(ids, j)
-        out, recorded, stale = self.output_of(j)
+    def _estimate(
+        self, k: int, ids: Sequence[str], end: int, basis: _Basis | None, before: int | None
+    ) -> HarnessEstimate:
+        """The estimate of sending `ids[:end]`, built on report `basis` (None: before any)."""
+        n = len(ids)
+        end = 0 if end < 0 else (end if end < n else n)
+        if basis is None or self.name == "heuristic":
+            sums = self._sums(ids, end)
+            return HarnessEstimate(k, self.name, sums[end], "rough", None, None, None, None, False, 0, before)
+        j, context, start, recorded, rough = basis
+        out, stale = recorded, False
+        if rough is not None and recorded < rough:
+            out, stale = max(recorded, rough + self._median_offset()), True
         appended = 0
         if self.name != "opencode":
-            start = pos + 1 if pos is not None else req.ledger_len
-            appended = self.span(ids, start, end)
+            sums = self._sums(ids, end)
+            appended = sums[end] - sums[0 if start < 0 else (start if start < end else end)]
         return HarnessEstimate(
-            request=k,
-            estimator=self.name,
-            tokens=req.usage.context + out + appended,
-            basis="report",
-            report_request=j,
-            report_context=req.usage.context,
-            output=out,
-            output_recorded=recorded,
-            output_stale=stale,
-            appended=appended,
+            k,
+            self.name,
+            context + out + appended,
+            "report",
+            j,
+            context,
+            out,
+            recorded,
+            stale,
+            appended,
+            before,
         )
 
     def run(self) -> tuple[tuple[HarnessEstimate, ...], tuple[HarnessEstimate, ...]]:
+        # `_estimate` and `_basis` written out inline for the requests of a segment: this loop
+        # runs once per request of the session, and calls are most of what it would cost
         tr = self.tr
+        requests = tr.requests
+        n_requests = len(requests)
+        segments = tr.segments
+        name = self.name
+        learns = name == "claude_code"
+        rough_only = name == "heuristic"
+        adds = name != "opencode"  # adds what came after the report's response
+        any_report = name == "opencode"
+        sizes = self._sizes
+        summaries = self._summaries
+        offsets = self._offsets
+        sized = self.sized
+        estimate = self._estimate
+        made = HarnessEstimate
         out: list[HarnessEstimate] = []
         ends: list[HarnessEstimate] = []
         seg = -1
-        reports: list[int] = []
-        for req in tr.requests:
+        # the last report of this segment (`_Basis`): j None before any
+        j: int | None = None
+        context = start = recorded = 0
+        rough: int | None = None
+        ids: Sequence[str] = ()
+        n_ids = 0
+        sums: list[int] = [0]
+        for req in requests:
             k = req.index
             before: int | None = None
             if req.segment != seg:
                 # every segment before this one has ended: the one left now, and any without requests
                 for done in range(len(ends), req.segment):
-                    old = tr.segments[done].message_ids
-                    ends.append(self.estimate(k, old, len(old), reports if done == seg else []))
+                    old = segments[done].message_ids
+                    basis = (j, context, start, recorded, rough) if done == seg and j is not None else None
+                    ends.append(estimate(k, old, len(old), basis, None))
                     if done == seg and not is_compaction_call(tr, k - 1):
                         before = ends[-1].tokens
                 seg = req.segment
-                reports = []
-            ids = tr.segments[seg].message_ids
-            est = self.estimate(k, ids, req.ledger_len, reports)
-            if before is not None:
-                est = replace(est, before_compaction=before)
+                j = None
+                ids = segments[seg].message_ids
+                n_ids = len(ids)
+                sums = self._sums(ids, 0)
+            end = req.ledger_len
+            end = 0 if end < 0 else (end if end < n_ids else n_ids)
+            if j is None or rough_only:
+                if end >= len(sums):
+                    sums = self._sums(ids, end)
+                est = made(k, name, sums[end], "rough", None, None, None, None, False, 0, before)
+            else:
+                output, stale = recorded, False
+                if rough is not None and recorded < rough:
+                    output, stale = max(recorded, rough + self._median_offset()), True
+                appended = 0
+                if adds:  # (opencode adds nothing: what it has not sized, it need not size)
+                    if end >= len(sums):
+                        sums = self._sums(ids, end)
+                    appended = sums[end] - sums[0 if start < 0 else (start if start < end else end)]
+                est = made(
+                    k,
+                    name,
+                    context + output + appended,
+                    "report",
+                    j,
+                    context,
+                    output,
+                    recorded,
+                    stale,
+                    appended,
+                    before,
+                )
             out.append(est)
-            if req.usage is not None and (req.response_id is not None or self.name == "opencode"):
-                reports.append(k)
-            self.learn(k)
-        n = len(tr.requests) + 1
-        while len(ends) < len(tr.segments):
+            is_report = req.usage is not None and (req.response_id is not None or any_report)
+            if not (learns or (is_report and not rough_only)):
+                continue
+            # request k as the transcript numbers it (the same object unless numbered oddly)
+            own = req if 0 < k <= n_requests and requests[k - 1] is req else tr.request(k)
+            usage = own.usage
+            rid = own.response_id
+            size: int | None = None
+            if rid is not None and learns:
+                size = sizes.get(rid)
+                if size is None:
+                    size = sized(rid)
+            if is_report and not rough_only:
+                # what the estimates that build on report k need of it (`_Basis`)
+                assert usage is not None
+                j, context, recorded, rough = k, usage.context, usage.output, size
+                if adds:
+                    ledger_len = own.ledger_len
+                    if rid is not None and ledger_len < n_ids and ids[ledger_len] == rid:
+                        start = ledger_len + 1
+                    else:
+                        pos = self._response_pos(ids, own)
+                        start = pos + 1 if pos is not None else ledger_len
+            if learns:
+                # a response recorded with its final output teaches the stale correction
+                if usage is None or rid is None or size is None:
+                    continue
+                if rid and rid in summaries:  # a compaction's own call (`is_compaction_call`)
+                    continue
+                if size > 0 and usage.output >= size:
+                    offsets.add(usage.output - size)
+        n = n_requests + 1
+        while len(ends) < len(segments):
             done = len(ends)
-            ids = tr.segments[done].message_ids
-            ends.append(self.estimate(n, ids, len(ids), reports if done == seg else []))
+            old = segments[done].message_ids
+            basis = (j, context, start, recorded, rough) if done == seg and j is not None else None
+            ends.append(estimate(n, old, len(old), basis, None))
         return tuple(out), tuple(ends)
 
 

@@ -1,0 +1,75 @@
+"""`context-inspector report` as a process: the same output as in-process, what it imports, and
+that it leaves at once (without freeing the transcript object by object) having flushed all."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inspector.cli import QUICK_EXIT, main
+
+from .conftest import ROOT
+
+SAMPLE = ROOT / "sample_sessions" / "long-session.jsonl"
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "inspector", *args], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+
+
+def test_report_json_as_a_process_is_the_in_process_report(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "--json", str(SAMPLE)]) == 0  # called as a function: it returns
+    expected = capsys.readouterr().out
+    done = _run("report", "--json", str(SAMPLE))
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout == expected  # all of it, flushed before the process left
+    assert json.loads(done.stdout)["requests"]
+
+
+def test_errors_as_a_process_still_exit_2_with_one_line() -> None:
+    done = _run("report", "--json", str(SAMPLE), "--step", "9999")
+    assert done.returncode == 2 and done.stdout == ""
+    assert (
+        done.stderr.startswith("context-inspector: request 9999 does not exist")
+        and "Traceback" not in done.stderr
+    )
+
+
+def test_the_app_and_the_tour_are_not_cut_short() -> None:
+    assert "report" in QUICK_EXIT and "sessions" in QUICK_EXIT
+    assert "tour" not in QUICK_EXIT  # the app restores the terminal as it ends
+
+
+def test_report_json_loads_no_app_no_renderer_no_tokenizer() -> None:
+    code = (
+        "import contextlib, io, sys\n"
+        "from inspector.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['report', '--json', {str(SAMPLE)!r}]) == 0\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'textual', 'rich', 'tiktoken', 'watchfiles'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, timeout=120
+    ).stdout
+    assert out.strip() == "[]"
+
+
+def test_quick_exit_keeps_the_exit_code_of_a_closed_pipe(tmp_path: Path) -> None:
+    """Output into a pipe its reader closed early: the report stops without a traceback."""
+    p = subprocess.Popen(
+        [sys.executable, "-m", "inspector", "report", "--json", str(SAMPLE)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.read(10)
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) in (0, 120) and "Traceback" not in err
