@@ -21,10 +21,6 @@ KNOWN_LOSSES: dict[tuple[str, str], str] = {
         "and no ratio can fit it from one report"
     ),
     ("claude-code-log-dag-compact-after-rewind.jsonl", "tiktoken"): "same synthetic fixture",
-    ("claude-code-viewer-inline-sidechains.jsonl", "heuristic"): (
-        "8 requests; the first Task results are prose (~4 characters a token) that characters/3 "
-        "overestimates before any difference has taught the ratio"
-    ),
 }
 
 
@@ -73,9 +69,10 @@ def test_fa812_achieved(estimator: str) -> None:
     print(estimator, rep.best, best)
     assert rep.best == "delta"
     assert best.median_pct is not None and best.p95_pct is not None and best.max_pct is not None
-    assert best.median_pct <= 0.05
-    assert best.p95_pct <= 0.5
-    assert best.max_pct <= 3.6
+    # heuristic 0.027 / 0.364 / 2.49, tiktoken 0.020 / 0.342 / 3.37 (issue 4's close)
+    assert best.median_pct <= 0.03
+    assert best.p95_pct <= 0.38
+    assert best.max_pct <= 3.45
     for baseline in ("baseline", "baseline_tiktoken"):
         b = rep.modes[baseline]
         assert b.median_pct is not None and b.p95_pct is not None and b.max_pct is not None
@@ -84,10 +81,25 @@ def test_fa812_achieved(estimator: str) -> None:
         assert best.max_pct < b.max_pct / 2
 
 
-@pytest.mark.xfail(
-    reason="target not reached yet: delta median 0.044% / p95 0.43% (heuristic), 0.041% / 0.37% / max 3.5% (tiktoken); see the closing note of issue 4"
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        "heuristic",
+        pytest.param(
+            "tiktoken",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason=(
+                    "max not reached: delta 0.020% / 0.34% / max 3.37% (tiktoken). The max is request "
+                    "128, right after the compaction: two large Reads (19,038 cl100k tokens) cost "
+                    "~1.24x cl100k where this session's other Reads cost 1.07-1.15x (one of them is "
+                    "the same file at request 109), so ~1,500 tokens the transcript does not hold; "
+                    "even the model fitted on the whole session afterwards misses it by 3.3%"
+                ),
+            ),
+        ),
+    ],
 )
-@pytest.mark.parametrize("estimator", ["heuristic", "tiktoken"])
 def test_fa812_target(estimator: str) -> None:
     rep = fa812(estimator)
     best = rep.modes[rep.best]

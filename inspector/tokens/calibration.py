@@ -17,24 +17,34 @@ weights and new ones start from their local estimate times the last report's sca
 `delta` (the default). Weights, once calibrated, stay put; the *difference* between consecutive
 reports is attributed to the messages added in between, so an old weight is never smeared by a
 new error. What a new message will cost is predicted by a linear cost model learned online, per
-session, from those differences (recursive least squares with priors; an error far beyond the
-model's own uncertainty, such as a hook's output the transcript does not store, gets a Cauchy
-weight and teaches the model little):
+session (recursive least squares with priors, `CostModel`), from two kinds of observations:
 
-    cost = r_text * text + r_thinking * thinking + r_call * tool_call + r_result * tool_result
-         + (per tool: a ratio offset and a per-result extra) + c_chars * characters
-         + c_lines * lines (of tool calls and results: content shape the base tokenizer misses)
-         + c_media * media + c_sig * signature_chars + framing per block, message and request
+- the differences between consecutive reports, explained by the features of the messages added
+  in between. Content the transcript does not hold (a hook's output, a harness reminder) only ever
+  adds tokens, so a report above the prediction is learned from with the probability that it
+  holds none of it (`UNSEEN_SHARE`); and an error far beyond the model's own uncertainty gets a
+  Cauchy weight either way;
+- the outputs of responses: a response's reported `output_tokens`, when final, next to what the
+  response shows (the output model: what a response's visible blocks cost as output).
+
+    cost of a response  = output + final
+        output, when the report's is not final = r_text * text + r_thinking * thinking
+              + r_call * tool_call + per call, per argument, per line of its arguments, per block,
+              + c_sig * signature_chars + a constant
+    cost of a message   = r_text * text + r_result * tool_result (+ a ratio offset per tool)
+              + per result (+ an extra per tool) + c_chars * characters + c_lines * lines
+              + c_media * media + framing per block and message
 
 where text/thinking/tool_call/tool_result are the base estimator's tokens of each kind of block
-(`PRIORS`, `PRIOR_RATIO`: where each estimator usually stands before any report). The previous
-response's own output tokens are known from its usage, but Claude Code often writes a stale
-streaming snapshot (`output_tokens` of 1..25 for a long answer): a response's output is trusted
-("final") when it is at least `FINAL_FRACTION` of the model's prediction of its visible blocks,
-and then it costs that output plus framing; otherwise its blocks are sized by the model.
-Reasoning is never sized by its signature bytes: with a final output its part is the output minus
-the visible blocks (so capped by the output); otherwise the model's thinking ratio and signature
-coefficient, both learned from the differences.
+(`PRIORS`, `PRIOR_RATIO`: where each estimator usually stands before any report). Claude Code
+often writes a stale streaming snapshot (`output_tokens` of 1..25 for a long answer): a response's
+output is trusted ("final") when it is at least `FINAL_FRACTION` of what the output model predicts
+for it, and then it costs that output plus `final`; otherwise the output model sizes it (so a
+stale response is priced from what final ones taught, not from its stale count). Reasoning is
+never sized by its signature bytes: with a final output its part is the output minus the visible
+blocks (so capped by the output); otherwise the output model's thinking ratio and signature
+coefficient. On long sessions the model learns from every request of the first `MATURE`, then
+from one in `STRIDE` (and from any holding a feature it has seldom seen).
 
 Reasoning from earlier turns: some models drop the thinking of previous turns from the context
 (a new user turn strips it); newer ones keep it. Which one a session does is decided from the
@@ -45,8 +55,9 @@ Compaction: the first request of a new segment re-derives the segment's weights:
 messages keep theirs, the summary and other new messages are predicted by the model, and the
 report's remainder is spread over the new messages (it includes what the harness re-injects, such
 as recently read files). The overhead stays pinned. Cleared tool output (a `microcompact` event):
-from the first request after it, the cleared results weigh what the model predicts for the
-placeholder text.
+from the first request after it, a cleared result weighs what the model predicts for it with the
+placeholder text (never less than the placeholder's own base estimate), and shares the next
+report's difference with the new messages (untouched old weights stay as they are).
 
 Requests with no report (after the last one, or a transcript without usage) get the model's
 predictions (plain local estimates when nothing was ever reported).
@@ -58,9 +69,9 @@ import bisect
 import gc
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import repeat
 from operator import itemgetter, mul, sub
@@ -84,6 +95,7 @@ from inspector.model import (
 )
 
 from .base import Estimator
+from .heuristic import ASCII_CHARS_PER_TOKEN, HeuristicEstimator, heuristic_tokens
 
 OVERHEAD_ID = "overhead"
 OVERHEAD_TEXT = "[system prompt and tool schemas — not stored in the transcript]"
@@ -96,7 +108,16 @@ CHANGED_CACHE = 65_536
 """How many changed messages (truncated, cleared copies) a calibration remembers the features of."""
 
 FINAL_FRACTION = 0.5
-"""A response's reported output is trusted when it reaches this share of its predicted visible cost."""
+"""A response's reported output is trusted when it reaches this share of its predicted output."""
+
+MATURE = 256
+"""Requests whose every observation teaches the cost model; after them, one in `STRIDE` does
+(see `_DeltaRun._learns`)."""
+STRIDE = 64
+OUT_MATURE = 64
+"""The same for the outputs of responses (observations without unseen content: learned sooner)."""
+FEATURE_MATURE = 32
+"""An observation holding a feature learned from fewer observations than this is always learned from."""
 
 
 @contextmanager
@@ -141,6 +162,19 @@ Features = dict[str, float]
 
 PRIORS: dict[str, tuple[float, float]] = {
     # name: (prior mean, prior standard deviation)
+    # what a response costs when sent back: its output (as reported, or as predicted from what it
+    # shows) plus `final`; the output model predicts output tokens from the visible blocks
+    "out_text": (1.0, 0.4),
+    "out_thinking": (1.0, 0.6),
+    "out_call": (1.0, 0.4),
+    "out_calls": (10.0, 40.0),  # per tool call and per argument: how the model writes a call
+    "out_call_lines": (0.0, 3.0),
+    "out_params": (5.0, 20.0),
+    "out_signature": (0.0, 0.05),
+    "out_blocks": (2.0, 10.0),
+    "out_message": (2.0, 20.0),
+    "final": (5.0, 15.0),
+    # everything else: user text, tool results, harness messages
     "text": (1.0, 0.4),
     "thinking": (1.0, 0.6),
     "tool_call": (1.0, 0.4),
@@ -149,26 +183,46 @@ PRIORS: dict[str, tuple[float, float]] = {
     "signature": (0.0, 0.05),
     "block": (6.0, 10.0),
     "message": (4.0, 10.0),
-    "final": (6.0, 15.0),
-    "request": (0.0, 30.0),
+    "results": (10.0, 50.0),  # per tool result (its id and framing), shared by every tool
     "tool_result_chars": (0.0, 0.08),
-    "tool_result_lines": (0.0, 3.0),
+    "tool_result_lines": (0.0, 1.0),
     "tool_call_chars": (0.0, 0.08),
     "tool_call_lines": (0.0, 3.0),
 }
 """Before any report: ratios of 1 to the base estimate, a few tokens of framing, images ~800."""
-TOOL_RATIO_PRIOR = (0.0, 0.3)
-"""`result:<tool>`: how far one tool's results stray from the tool_result ratio."""
-TOOL_EXTRA_PRIOR = (0.0, 100.0)
-"""`results:<tool>`: tokens a tool's result costs beyond its text (framing, hook output)."""
+TOOL_RATIO_PRIOR = (0.0, 0.1)
+"""`result:<tool>`: how far one tool's results stray from the common ratio. Tight: a tool's
+content differs from others' by some percent, and a loose offset learned from a few small results
+extrapolates badly to the first large one."""
+TOOL_EXTRA_PRIOR = (0.0, 50.0)
+"""`results:<tool>`: tokens a tool's result costs beyond its text and the common `results`."""
 NOISE_SD = 10.0
 """Typical unexplained tokens of one difference (harness reminders, tokenizer luck)."""
-NOISE_SHARE = 0.03
-"""... plus this share of the difference (tokenizer luck grows with size)."""
+NOISE_SHARE = 0.05
+"""... plus this share of the difference (tokenizer luck grows with size: on a real Claude Code
+session, single tool results cost 0.85-1.13x their heuristic estimate, 1.0-1.45x their cl100k
+one, a few percent apart within one tool)."""
 ROBUST_C = 3.0
 """Errors beyond this many standard deviations count less and less (Cauchy weights)."""
+UNSEEN_SHARE = 0.2
+UNSEEN_MEAN = 300.0
+"""Content the transcript does not hold (a hook's output, a harness reminder) only ever adds
+tokens: a difference is taken to hold some with probability `UNSEEN_SHARE`, of about
+`UNSEEN_MEAN` tokens (exponential). A report above the prediction is learned from with the
+probability that it holds none (so the model predicts the usual request, not the average one)."""
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
 RATIO_BOUNDS = (0.2, 6.0)
-KIND_NAMES = frozenset(k.value for k in Kind)
+KIND_NAMES = frozenset(k.value for k in Kind) | {"out_text", "out_thinking", "out_call"}
+_OFFSETS = ("result:",)
+"""Prefixes of per-tool ratio offsets."""
+_CONTENT = KIND_NAMES | {
+    "tool_result_chars",
+    "tool_result_lines",
+    "tool_call_chars",
+    "tool_call_lines",
+    "out_call_lines",
+}
+"""The features of what texts cost by themselves (ratios and shape), as opposed to framing."""
 
 
 PRIOR_RATIO: dict[str, float] = {"heuristic": 0.9, "tiktoken": 1.15}
@@ -181,49 +235,79 @@ def prior(name: str, ratio: float = 1.0) -> tuple[float, float]:
     got = PRIORS.get(name)
     if got is not None:
         return (got[0] * ratio, got[1]) if name in KIND_NAMES else got
-    return TOOL_RATIO_PRIOR if name.startswith("result:") else TOOL_EXTRA_PRIOR
+    return TOOL_RATIO_PRIOR if name.startswith(_OFFSETS) else TOOL_EXTRA_PRIOR
 
 
 def _clamp(name: str, value: float) -> float:
-    if name in KIND_NAMES:
-        return min(max(value, RATIO_BOUNDS[0]), RATIO_BOUNDS[1])
-    if name in ("signature", "media"):
-        return max(value, 0.0)
-    if name.startswith("result:"):
-        return min(max(value, -0.8), 3.0)
-    return value
+    lo, hi = _bounds(name)
+    return min(max(value, lo), hi)
 
 
 def _bounds(name: str) -> tuple[float, float]:
-    """(lo, hi) with `min(max(v, lo), hi) == _clamp(name, v)` for every float v (NaN included)."""
+    """What a coefficient is kept within (-inf/inf where it is not)."""
     if name in KIND_NAMES:
         return RATIO_BOUNDS
-    if name in ("signature", "media"):
+    if name in ("signature", "out_signature", "media"):
         return (0.0, math.inf)
-    if name.startswith("result:"):
+    if name.startswith(_OFFSETS):
         return (-0.8, 3.0)
     return (-math.inf, math.inf)
 
 
+_dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+"""`json.dumps(value, sort_keys=True, ensure_ascii=False)`, without building an encoder per call."""
+
+
 def block_text(block: ToolCallBlock) -> str:
-    args = (
-        block.arguments
-        if isinstance(block.arguments, str)
-        else json.dumps(block.arguments, sort_keys=True, ensure_ascii=False)
-    )
-    return f"{block.name} {args}"
+    args = block.arguments
+    return f"{block.name} {args if isinstance(args, str) else _dumps(args)}"
 
 
-@dataclass(slots=True)
 class Parts:
-    """A message's content as features, in base-estimator tokens."""
+    """A message's content as features, in base-estimator tokens.
 
-    x: Features
-    content: Features
-    """Only what a response shows besides reasoning (no framing, no reasoning)."""
-    human: bool
-    """A user message that is not only tool results: it starts a new turn."""
-    thinking: bool
+    A response (an assistant message) is described by what it shows (`out_*` features: the output
+    model predicts its output tokens from them) plus `final` (what a response costs when sent back
+    beyond its output); any other message by the kinds of its content and its framing."""
+
+    __slots__ = ("_output", "_visible", "human", "response", "thinking", "x")
+
+    def __init__(self, x: Features, human: bool, thinking: bool, response: bool = False) -> None:
+        self.x = x
+        """Read only (shared by the predictions made from it)."""
+        self.human = human
+        """A user message that is not only tool results: it starts a new turn."""
+        self.thinking = thinking
+        self.response = response
+        self._visible: Features | None = None
+        self._output: Features | None = None
+
+    @property
+    def reasoning(self) -> tuple[str, str]:
+        """The names of this message's reasoning features."""
+        return _REASONING[self.response]
+
+    @property
+    def visible(self) -> Features:
+        """A response's output features without its reasoning (read only)."""
+        v = self._visible
+        if v is None:
+            v = self._visible = {k: n for k, n in self.x.items() if k not in _NOT_VISIBLE}
+        return v
+
+    @property
+    def output(self) -> Features:
+        """A response's output features: all of `x` but `final` (read only)."""
+        v = self._output
+        if v is None:
+            v = self._output = {k: n for k, n in self.x.items() if k != "final"}
+        return v
+
+
+_REASONING = {True: ("out_thinking", "out_signature"), False: ("thinking", "signature")}
+_FINAL_X: Features = {"final": 1.0}
+"""What a response with a final output is learned from besides its output (read only)."""
+_NOT_VISIBLE = frozenset(("out_thinking", "out_signature", "final"))
 
 
 def _texts_of(message: Message) -> list[str]:
@@ -247,47 +331,116 @@ def parts_of(message: Message, sizes: Sequence[int], texts: Sequence[str] | None
     """Parts of `message` given the base-estimator sizes of its texts (in `_texts_of` order).
 
     `texts`, when given, are the message's `_texts_of` (so tool calls are not serialized again)."""
-    x: Features = {}
     it = iter(sizes)
-    tx = iter(texts) if texts is not None else None
+    if texts is None:
+        return _parts(message, lambda _text: next(it))
+    blocks = [
+        b
+        for b in message.blocks
+        if isinstance(b, TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock)
+    ]
+    calls = iter([t for b, t in zip(blocks, texts, strict=True) if isinstance(b, ToolCallBlock)])
+    return _parts(message, lambda _text: next(it), lambda _b: next(calls))
+
+
+def _tool_names(tool: str) -> tuple[str, str]:
+    """(`result:<tool>`, `results:<tool>`), made once per tool name."""
+    names = _TOOL_NAMES.get(tool)
+    if names is None:
+        names = _TOOL_NAMES[tool] = ("result:" + tool, "results:" + tool)
+    return names
+
+
+_TOOL_NAMES: dict[str, tuple[str, str]] = {}
+_THIRDS = ASCII_CHARS_PER_TOKEN
+
+
+def _parts(
+    message: Message,
+    size: Callable[[str], int],
+    call_text: Callable[[ToolCallBlock], str] | None = None,
+    thirds: bool = False,
+) -> Parts:
+    """Parts of `message`, each text sized by `size` (called once per text, in `_texts_of` order;
+    `call_text`, when given, gives a tool call's text in place of `block_text`, in the same turn).
+    `thirds`: `size` is `heuristic_tokens` (then ASCII texts are sized here, without the call)."""
+    x: Features = {}
+    get = x.get
+    response = message.role is Role.ASSISTANT
     thinking = False
     blocks = 0
+    results = 0
+    others = 0  # blocks that are neither tool results nor media
     for b in message.blocks:
         blocks += 1
+        if isinstance(b, ToolResultBlock):
+            results += 1
+            content = b.content
+            n = -(-len(content) // _THIRDS) if thirds and content.isascii() else size(content)
+            tool_names = _TOOL_NAMES.get(b.tool_name or "?") or _tool_names(b.tool_name or "?")
+            if n:
+                x["tool_result"] = get("tool_result", 0.0) + n
+                x[tool_names[0]] = get(tool_names[0], 0.0) + n
+            if content:
+                x["tool_result_chars"] = get("tool_result_chars", 0.0) + len(content)
+                lines = content.count("\n")
+                if lines:
+                    x["tool_result_lines"] = get("tool_result_lines", 0.0) + lines
+            x[tool_names[1]] = get(tool_names[1], 0.0) + 1
+            x["results"] = get("results", 0.0) + 1
+            if b.media:
+                x["media"] = get("media", 0.0) + b.media
+            continue
+        if isinstance(b, MediaBlock):
+            x["media"] = get("media", 0.0) + 1
+            continue
+        others += 1
         if isinstance(b, TextBlock):
-            _add(x, "text", next(it))
-            if tx is not None:
-                next(tx)
+            text = b.text
+            n = -(-len(text) // _THIRDS) if thirds and text.isascii() else size(text)
+            if n:
+                name = "out_text" if response else "text"
+                x[name] = get(name, 0.0) + n
+        elif isinstance(b, ToolCallBlock):
+            text = block_text(b) if call_text is None else call_text(b)
+            n = -(-len(text) // _THIRDS) if thirds and text.isascii() else size(text)
+            lines = text.count("\\n") + text.count("\n")
+            if response:
+                if n:
+                    x["out_call"] = get("out_call", 0.0) + n
+                x["out_calls"] = get("out_calls", 0.0) + 1
+                args = b.arguments
+                params = len(args) if isinstance(args, dict) else 1
+                if params:
+                    x["out_params"] = get("out_params", 0.0) + params
+                if lines:
+                    x["out_call_lines"] = get("out_call_lines", 0.0) + lines
+            else:
+                if n:
+                    x["tool_call"] = get("tool_call", 0.0) + n
+                if text:
+                    x["tool_call_chars"] = get("tool_call_chars", 0.0) + len(text)
+                if lines:
+                    x["tool_call_lines"] = get("tool_call_lines", 0.0) + lines
         elif isinstance(b, ReasoningBlock):
             thinking = True
-            _add(x, "thinking", next(it))
-            if tx is not None:
-                next(tx)
-            if b.signed or b.redacted:
-                _add(x, "signature", b.signature_chars)
-        elif isinstance(b, ToolCallBlock):
-            _add(x, "tool_call", next(it))
-            text = next(tx) if tx is not None else block_text(b)
-            _add(x, "tool_call_chars", len(text))
-            _add(x, "tool_call_lines", text.count("\\n") + text.count("\n"))
-        elif isinstance(b, ToolResultBlock):
-            n = next(it)
-            if tx is not None:
-                next(tx)
-            tool = b.tool_name or "?"
-            _add(x, "tool_result", n)
-            _add(x, "tool_result_chars", len(b.content))
-            _add(x, "tool_result_lines", b.content.count("\n"))
-            _add(x, "result:" + tool, n)
-            _add(x, "results:" + tool, 1)
-            _add(x, "media", b.media)
-        elif isinstance(b, MediaBlock):
-            _add(x, "media", 1)
-    content = {k: v for k, v in x.items() if k not in ("thinking", "signature")}
-    x["block"] = float(blocks)
-    x["message"] = 1.0
-    human = message.role is Role.USER and not message.is_tool_result
-    return Parts(x=x, content=content, human=human, thinking=thinking)
+            think_name, sig_name = _REASONING[response]
+            text = b.text
+            n = -(-len(text) // _THIRDS) if thirds and text.isascii() else size(text)
+            if n:
+                x[think_name] = get(think_name, 0.0) + n
+            if (b.signed or b.redacted) and b.signature_chars:
+                x[sig_name] = get(sig_name, 0.0) + b.signature_chars
+    if response:
+        x["out_blocks"] = float(blocks)
+        x["out_message"] = 1.0
+        x["final"] = 1.0
+    else:
+        x["block"] = float(blocks)
+        x["message"] = 1.0
+    # `not message.is_tool_result`: not only tool results (and media) with at least one result
+    human = message.role is Role.USER and (others > 0 or results == 0)
+    return Parts(x, human, thinking, response)
 
 
 class Coefficients:
@@ -313,6 +466,15 @@ class Coefficients:
     def kind_ratio(self, kind: Kind) -> float:
         return self.coef(kind.value)
 
+    def content(self, x: Features) -> float:
+        """What the texts of `x` cost by themselves: their base tokens at the learned ratio of
+        their kind (and tool) and shape, without the framing terms (which can be negative)."""
+        total = 0.0
+        for n, v in x.items():
+            if n in _CONTENT or n.startswith(_OFFSETS):
+                total += self.coef(n) * v
+        return max(total, 0.0)
+
     def as_dict(self) -> dict[str, float]:
         out = {n: _clamp(n, prior(n, self._ratio)[0]) for n in PRIORS}
         out.update(self._coef)
@@ -332,8 +494,10 @@ class CostModel(Coefficients):
         self.bounds: list[tuple[float, float]] = []
         """Per coefficient: what `_clamp` keeps it within (-inf/inf where it does not)."""
         self.n = 0
+        # a feature joins the regression when first seen (its prior meanwhile); the result is
+        # the same as with every feature in from the start, without the rows nothing ever touches
         for name in PRIORS:
-            self._ensure(name)
+            self._coef[name] = _clamp(name, prior(name, ratio)[0])
 
     def _ensure(self, name: str) -> int:
         i = self.index.get(name)
@@ -353,11 +517,25 @@ class CostModel(Coefficients):
     def snapshot(self) -> Coefficients:
         return Coefficients(dict(self._coef), self._ratio)
 
-    def update(self, x: Features, y: float, robust: bool = True) -> None:
+    def copy(self) -> CostModel:
+        """An independent copy (for a calibration that goes on from this one's state)."""
+        model = CostModel.__new__(CostModel)
+        model._coef = dict(self._coef)
+        model._ratio = self._ratio
+        model.index = dict(self.index)
+        model.names = list(self.names)
+        model.theta = list(self.theta)
+        model.P = [list(row) for row in self.P]
+        model.bounds = list(self.bounds)
+        model.n = self.n
+        return model
+
+    def update(self, x: Features, y: float, robust: bool = True, unseen: bool = False) -> None:
         """Learn from one observed difference `y` explained by features `x`.
 
         `robust=False` for a hard fact rather than a noisy difference (a report smaller than the
-        messages it held, as estimated)."""
+        messages it held, as estimated). `unseen`: `y` may hold content the transcript does not
+        (see `UNSEEN_SHARE`)."""
         nz = [(self._ensure(n), v) for n, v in x.items() if v]
         if not nz:
             return
@@ -377,8 +555,18 @@ class CostModel(Coefficients):
         # robust weight: an error far beyond what the model's own uncertainty and the noise allow
         # (a harness reminder, a hook's output) teaches the ratios little (Cauchy weights)
         noise = NOISE_SD + NOISE_SHARE * abs(y)
-        z = abs(err) / (noise * math.sqrt(1.0 + xpx * (NOISE_SD / noise) ** 2))
+        spread = noise * math.sqrt(1.0 + xpx * (NOISE_SD / noise) ** 2)
+        z = abs(err) / spread
         w = 1.0 / (1.0 + (z / ROBUST_C) ** 2) if robust else 1.0
+        if unseen and robust and err > 0:
+            # the odds that the excess is unseen content rather than the model's error
+            log_model = -0.5 * z * z - math.log(spread * _SQRT_2PI)
+            log_unseen = -err / UNSEEN_MEAN - math.log(UNSEEN_MEAN)
+            odds = UNSEEN_SHARE / (1.0 - UNSEEN_SHARE) * math.exp(min(log_unseen - log_model, 700.0))
+            w /= 1.0 + odds
+            if w <= 0.0:
+                self.n += 1
+                return
         w *= (NOISE_SD / noise) ** 2
         denom = 1.0 / w + xpx
         coef, names, bounds = self._coef, self.names, self.bounds
@@ -393,12 +581,14 @@ class CostModel(Coefficients):
         self.n += 1
 
 
-@dataclass(slots=True)
 class _Versions:
     """A weight that changes at some requests: weight from `at[i]` on is `value[i]`."""
 
-    at: list[int] = field(default_factory=list)
-    value: list[int] = field(default_factory=list)
+    __slots__ = ("at", "value")
+
+    def __init__(self, at: list[int] | None = None, value: list[int] | None = None) -> None:
+        self.at: list[int] = at if at is not None else []
+        self.value: list[int] = value if value is not None else []
 
     def set(self, k: int, v: int) -> None:
         if self.at and self.at[-1] == k:
@@ -408,7 +598,10 @@ class _Versions:
             self.value.append(v)
 
     def get(self, k: int) -> int | None:
-        i = bisect.bisect_right(self.at, k) - 1
+        at = self.at
+        if at and k >= at[-1]:
+            return self.value[-1]
+        i = bisect.bisect_right(at, k) - 1
         return self.value[i] if i >= 0 else None
 
     @property
@@ -421,6 +614,23 @@ def apportion(total: int, shares: Sequence[float]) -> list[int]:
     n = len(shares)
     if n == 0:
         return []
+    if n == 2 and total >= 0:
+        # the general case below for two shares, written out (one per message of a request)
+        a, b = shares
+        a = max(a, 0.0)
+        b = max(b, 0.0)
+        s = a + b
+        if s > 0:
+            ra = total * a / s
+            rb = total * b / s
+            fa = math.floor(ra)
+            fb = math.floor(rb)
+            rest = total - fa - fb
+            if rest >= 2:
+                return [fa + 1, fb + 1]
+            if rest == 1:
+                return [fa + 1, fb] if fa - ra <= fb - rb else [fa, fb + 1]
+            return [fa, fb]
     pos = [max(s, 0.0) for s in shares]
     s = sum(pos)
     if s <= 0:
@@ -432,9 +642,10 @@ def apportion(total: int, shares: Sequence[float]) -> list[int]:
     raw = [total * p / s for p in pos]
     base = [math.floor(r) for r in raw]
     rest = total - sum(base)
-    order = sorted(range(n), key=lambda i: (-(raw[i] - base[i]), i))
-    for i in order[:rest]:
-        base[i] += 1
+    if rest:
+        order = sorted(range(n), key=lambda i: (base[i] - raw[i], i))
+        for i in order[:rest]:
+            base[i] += 1
     return base
 
 
@@ -507,7 +718,6 @@ class Calibration:
         self.transcript = transcript
         self.estimator = estimator
         self.mode: Mode = mode
-        self._sizes: dict[str, list[int]] = {}
         self._parts: dict[str, Parts] = {}
         self._local: dict[str, int] = {}
         self._versions: dict[str, _Versions] = {}
@@ -520,8 +730,9 @@ class Calibration:
         """Request -> ids whose weight was (re)set at it (for stepping the weights forward)."""
         self._models: list[Coefficients] | None = None
         self._changed: dict[int, tuple[Message, Estimator | None, Features | None, int]] = {}
-        """id(message) -> (message, base, features, text length) of messages sized as changed."""
+        """id(message) -> `_changed_entry` of messages sized as changed."""
         self._spent: list[int] = []
+        self._spend_seen: dict[str | int, int] = {}
         self._overhead_estimate = 0
         self._prefix: list[list[int]] = []
         self.strip_thinking = False
@@ -570,7 +781,7 @@ class Calibration:
         ):
             return None
         for a, b in zip(old.segments, transcript.segments, strict=False):
-            if b.message_ids[: len(a.message_ids)] != a.message_ids:
+            if a is not b and b.message_ids[: len(a.message_ids)] != a.message_ids:
                 return None
         if [e for e in _micro_events(old) if e.after_request < n] != [
             e for e in _micro_events(transcript) if e.after_request < n
@@ -585,14 +796,26 @@ class Calibration:
         new = Calibration.__new__(Calibration)
         new.__dict__.update(self.__dict__)
         new.transcript = transcript
-        # sizes: messages not in the last ledger may have changed (a response still streaming)
-        known = set(held)
-        for seg in old.segments[: last.segment]:
-            known.update(seg.message_ids)
-        new._sizes = {mid: v for mid, v in self._sizes.items() if mid in known}
-        new._parts = {mid: v for mid, v in self._parts.items() if mid in known}
-        new._local = {mid: v for mid, v in self._local.items() if mid in known}
-        new._prefetch_sizes([m for m in transcript.messages if m.id not in known])
+        # sizes: messages not in the last ledger may have changed (a response still streaming);
+        # the others are kept (copied whole and the few stale ones taken out: no pass per message)
+        stale = list(old.segments[last.segment].message_ids[last.ledger_len :])
+        for seg in old.segments[last.segment + 1 :]:
+            stale.extend(seg.message_ids)
+        new._parts = dict(self._parts)
+        new._local = dict(self._local)
+        for mid in stale:
+            if mid not in held:
+                new._parts.pop(mid, None)
+                new._local.pop(mid, None)
+        parts = new._parts
+        new._prefetch_sizes(
+            [
+                m
+                for seg in transcript.segments[last.segment :]
+                for mid in seg.message_ids
+                if mid not in parts and (m := index.get(mid)) is not None
+            ]
+        )
         # weights set from here on are of the current segment's messages and the overhead
         new._versions = dict(self._versions)
         for mid in (OVERHEAD_ID, *transcript.segments[last.segment].message_ids):
@@ -606,31 +829,52 @@ class Calibration:
         new._positions = {}
         new._models = None
         new._changed = {}
-        new._spent = []
+        # spend: kept up to the last old request (whose output may still have grown)
+        new._spent = self._spent[: n - 1]
+        new._spend_seen = dict(self._spend_seen)
+        last_key = old.requests[-1].response_id or -old.requests[-1].index
+        if new._spend_seen.get(last_key) == n - 1:
+            del new._spend_seen[last_key]
         new.first_report = next((r.index for r in transcript.requests if r.usage is not None), None)
         with _paused_gc():
-            new._run = run.clone(new)
+            new._run = run.clone(new, n)
             new._run.run(start=n)
-            new._cumulative_spend()
+            new._cumulative_spend(n - 1)
         return new
 
     def _prefetch_sizes(self, messages: Sequence[Message] | None = None) -> None:
-        """Size every block once, in one batch when the estimator can batch (tiktoken)."""
-        texts: list[str] = []
-        owners: list[tuple[Message, int]] = []
-        for m in self.transcript.messages if messages is None else messages:
-            ts = _texts_of(m)
-            owners.append((m, len(ts)))
-            texts.extend(ts)
+        """Size every block once: in one batch when the estimator can batch (tiktoken), else
+        text by text in a single pass over each message."""
+        msgs = self.transcript.messages if messages is None else messages
+        parts = self._parts
+        # the last message with an id wins, as in `{m.id: m for m in messages}`
         batch = getattr(self.estimator, "texts", None)
-        sizes = list(batch(texts)) if callable(batch) else [self.estimator.text(t) for t in texts]
-        pos = 0
-        for m, n in owners:
-            mine = sizes[pos : pos + n]
-            self._sizes[m.id] = mine
-            # the last message with an id wins, as in `{m.id: m for m in messages}`
-            self._parts[m.id] = parts_of(m, mine, texts[pos : pos + n])
-            pos += n
+        if callable(batch):
+            texts: list[str] = []
+            owners: list[tuple[Message, int]] = []
+            for m in msgs:
+                ts = _texts_of(m)
+                owners.append((m, len(ts)))
+                texts.extend(ts)
+            unique = list(dict.fromkeys(texts))  # each distinct text tokenized once
+            if len(unique) < len(texts):
+                size_of = dict(zip(unique, batch(unique), strict=True))
+                sizes = [size_of[t] for t in texts]
+            else:
+                sizes = list(batch(texts))
+            pos = 0
+            for m, n in owners:
+                parts[m.id] = parts_of(m, sizes[pos : pos + n], texts[pos : pos + n])
+                pos += n
+            return
+        est = self.estimator
+        if type(est) is HeuristicEstimator:
+            for m in msgs:
+                parts[m.id] = _parts(m, heuristic_tokens, None, True)
+        else:
+            size = est.text
+            for m in msgs:
+                parts[m.id] = _parts(m, size)
 
     def _prefetch_local(self) -> None:
         msgs = self.transcript.messages
@@ -642,11 +886,7 @@ class Calibration:
         """The message's content by kind (cached by id)."""
         p = self._parts.get(message.id)
         if p is None:
-            sizes = self._sizes.get(message.id)
-            if sizes is None:
-                sizes = [self.estimator.text(t) for t in _texts_of(message)]
-            p = parts_of(message, sizes)
-            self._parts[message.id] = p
+            p = self._parts[message.id] = _parts(message, self.estimator.text)
         return p
 
     def local(self, message: Message) -> int:
@@ -659,23 +899,31 @@ class Calibration:
     def _set(self, mid: str, k: int, v: int) -> None:
         ver = self._versions.get(mid)
         if ver is None:
-            ver = self._versions[mid] = _Versions()
-        ver.set(k, v)
+            self._versions[mid] = _Versions([k], [v])
+        else:
+            ver.set(k, v)
         changes = self._changes.get(k)
         if changes is None:
             self._changes[k] = [mid]
         else:
             changes.append(mid)
 
-    def _cumulative_spend(self) -> None:
-        total = 0
-        seen: set[str] = set()
-        for r in self.transcript.requests:
-            key = r.response_id or f"#{r.index}"
-            if r.usage is not None and key not in seen:
-                seen.add(key)
-                total += r.usage.spent
-            self._spent.append(total)
+    def _cumulative_spend(self, start: int = 0) -> None:
+        """Input plus output of every response, counted once, up to each request; from request
+        `start` + 1 on (the ones before are in `_spent` and `_spend_seen` already)."""
+        spent = self._spent
+        total = spent[start - 1] if start else 0
+        seen = self._spend_seen  # response -> 0-based request it was first counted at
+        requests = self.transcript.requests
+        for i in range(start, len(requests)):
+            r = requests[i]
+            u = r.usage
+            if u is not None:
+                key = r.response_id or -r.index  # no id: each request on its own
+                if key not in seen:
+                    seen[key] = i
+                    total += u.spent
+            spent.append(total)
 
     # -- proportional mode -------------------------------------------------------------------
 
@@ -963,7 +1211,9 @@ class Calibration:
             return round(self._steps[k - 1].scale * base.message(message))
         x = self._changed_entry(message, base)[2]
         assert x is not None
-        return max(0, round(self.model_at(k).predict(x)))
+        coefs = self.model_at(k)
+        # never below what its texts cost by themselves (a cleared result's placeholder included)
+        return max(0, round(max(coefs.predict(x), coefs.content(x))))
 
     def _changed_entry(
         self, message: Message, base: Estimator | None
@@ -995,17 +1245,23 @@ class Calibration:
         return CalibratedEstimator(self, k, base)
 
 
-@dataclass(slots=True)
 class _Pending:
     """A message whose weight is provisional until the next report."""
 
-    message: Message
-    cost: float
-    known: float
-    """The part of `cost` that is known (a final response's output)."""
-    x: Features
-    """Its features for learning (none for the known part)."""
-    think: float
+    __slots__ = ("cost", "known", "message", "mid", "think", "x")
+
+    def __init__(self, message: Message, cost: float, known: float, x: Features, think: float) -> None:
+        self.message = message
+        self.mid = message.id
+        self.cost = cost
+        self.known = known
+        """The part of `cost` that is known (a final response's output)."""
+        self.x = x
+        """Its features for learning (none for the known part; read only: replaced, not changed)."""
+        self.think = think
+
+    def copy(self) -> _Pending:
+        return _Pending(self.message, self.cost, self.known, self.x, self.think)
 
 
 def _outputs(transcript: Transcript) -> dict[str, int]:
@@ -1039,6 +1295,31 @@ class _RunState:
     stripped_to: int = 0
 
 
+def _targets(total: int, new: list[_Pending]) -> list[float]:
+    """What each of `new` gets of `total`: its prediction plus a share of the error in proportion
+    to the uncertain part of the prediction, never below zero (those at zero drop out)."""
+    n = len(new)
+    costs = [pm.cost for pm in new]
+    err = total - sum(costs)
+    unc = [max(c - pm.known, 0.0) + 1.0 for c, pm in zip(costs, new, strict=True)]
+    target = [max(c, 0.0) for c in costs]
+    for _ in range(n + 1):
+        live = [i for i in range(n) if target[i] > 0 or err > 0]
+        su = sum([unc[i] for i in live])
+        if su <= 0:
+            break
+        nt = list(target)
+        for i in live:
+            nt[i] = target[i] + err * unc[i] / su
+        neg = [i for i in live if nt[i] < 0]
+        if not neg:
+            return nt
+        for i in neg:
+            target[i] = 0.0
+        err = total - sum(target)
+    return target
+
+
 class _DeltaRun:
     """The delta mode's single pass over the requests."""
 
@@ -1051,43 +1332,66 @@ class _DeltaRun:
         self.total = 0
         """The sum of `cur`."""
         self.think: dict[str, float] = {}
+        """The part of a message's weight that is reasoning still counted in the context."""
         self.think_known: set[str] = set()
         """Messages whose reasoning part was derived from a known output (not from features)."""
-        """The part of a message's weight that is reasoning still counted in the context."""
         self.cleared: set[str] = set()
         self.cleared_calls: set[str] = set()
         self.score_keep = 0.0
         self.score_strip = 0.0
         self.outputs = _outputs(cal.transcript)
+        self.learned: dict[str, int] = {}
+        """Feature name -> how many learned observations held it (see `_learns`)."""
+        self.mature: set[str] = set()
+        """The features learned from at least `FEATURE_MATURE` observations."""
+        self.k = 0
+        """The request being calibrated."""
+        self.snapshot: Coefficients | None = None
+        self.snapshot_n = -1
         self.state = _RunState()
 
     # -- the model's view of one message ---------------------------------------------------
 
     def predict(self, m: Message) -> _Pending:
-        """Predicted cost of `m` as sent, with its known part, learning features and reasoning part."""
+        """Predicted cost of `m` as sent, with its known part, learning features and reasoning part.
+
+        A response whose reported output is final costs that output plus `final`; its output, next
+        to what it shows, also teaches the output model (an observation without unseen content,
+        known before the next report). Any other response is sized by the output model."""
         model = self.model
-        p = self.cal.parts(m)
-        if m.id in self.cleared:
+        mid = m.id
+        p = self.cal._parts.get(mid)
+        if p is None:
+            p = self.cal.parts(m)
+        if mid in self.cleared:
             cx = self._cleared_x(m)
-            return _Pending(m, model.predict(cx), 0.0, cx, 0.0)
-        out = self.outputs.get(m.id) if m.role is Role.ASSISTANT else None
+            # never below what the placeholder's text costs by itself
+            return _Pending(m, max(model.predict(cx), model.content(cx)), 0.0, cx, 0.0)
+        x = p.x  # shared with the parts: read only
+        cost = model.predict(x)
+        if not p.response:
+            return _Pending(m, cost, 0.0, x, 0.0)
+        out = self.outputs.get(mid)
         if out:
-            visible = model.predict(p.content)
-            if out >= FINAL_FRACTION * visible:
-                fx: Features = {"block": p.x["block"], "message": 1.0, "final": 1.0}
-                think = max(0.0, out - visible) if p.thinking else 0.0
-                return _Pending(m, out + model.predict(fx), float(out), fx, think)
-        x = dict(p.x)
+            final = model.coef("final")
+            if out >= FINAL_FRACTION * (cost - final):  # the output predicted from what it shows
+                if self._learns(self.k, x, OUT_MATURE):
+                    output = p.output
+                    model.update(output, float(out))
+                    self._count(output)
+                think = max(0.0, out - model.predict(p.visible)) if p.thinking else 0.0
+                return _Pending(m, out + model.coef("final"), float(out), _FINAL_X, think)
         think = 0.0
         if p.thinking:
-            think = model.coef("thinking") * x.get("thinking", 0.0) + model.coef("signature") * x.get(
-                "signature", 0.0
-            )
+            think = model.coef("out_thinking") * x.get("out_thinking", 0.0) + model.coef(
+                "out_signature"
+            ) * x.get("out_signature", 0.0)
             if out and think > out and out >= FINAL_FRACTION * think:
                 think = float(out)  # reasoning never costs more than the output that produced it
-        return _Pending(m, model.predict(x), 0.0, x, think)
+        return _Pending(m, cost, 0.0, x, think)
 
     def _cleared_x(self, m: Message) -> Features:
+        """The features of `m` with its cleared results replaced by the placeholder."""
         blocks = [
             b.model_copy(update={"content": CLEARED_TEXT, "media": 0})
             if isinstance(b, ToolResultBlock) and b.call_id in self.cleared_calls
@@ -1095,8 +1399,24 @@ class _DeltaRun:
             for b in m.blocks
         ]
         copy = m.model_copy(update={"blocks": tuple(blocks)})
-        sizes = [self.cal.estimator.text(t) for t in _texts_of(copy)]
-        return parts_of(copy, sizes).x
+        return _parts(copy, self.cal.estimator.text).x
+
+    def _learns(self, k: int, x: Features, mature: int = MATURE) -> bool:
+        """Whether the observation made at request k teaches the model.
+
+        Every one does for the first `MATURE` requests; after them one request in `STRIDE` does
+        (the others would move the coefficients by a fraction of a percent of their error each:
+        learning from all of them only costs time on long sessions), and so does every
+        observation holding a feature learned from fewer than `FEATURE_MATURE` (a new tool, say)."""
+        return k <= mature or k % STRIDE == 0 or not self.mature.issuperset(x)
+
+    def _count(self, x: Features) -> None:
+        learned = self.learned
+        for name, v in x.items():
+            if v:
+                c = learned[name] = learned.get(name, 0) + 1
+                if c >= FEATURE_MATURE:
+                    self.mature.add(name)
 
     # -- the pass ----------------------------------------------------------------------------
 
@@ -1114,6 +1434,10 @@ class _DeltaRun:
         tr = cal.transcript
         by_id = tr._index()
         micro = _micro_events(tr)
+        steps = cal._steps
+        parts = cal._parts
+        model = self.model
+        predict = self.predict
         st = self.state
         mi = st.mi
         seg = st.seg
@@ -1131,16 +1455,15 @@ class _DeltaRun:
             if len(ids) != len(pos):
                 pos = {mid: i for i, mid in enumerate(ids)}
         for req in tr.requests[start:] if start else tr.requests:
-            k = req.index
-            step = cal._steps[k - 1]
+            k = self.k = req.index
+            step = steps[k - 1]
+            ledger_len = req.ledger_len
             new_segment = req.segment != seg
             if new_segment:
                 seg = req.segment
                 ids = tr.segments[seg].message_ids
                 pos = {mid: i for i, mid in enumerate(ids)}
-                keep = {
-                    mid: w for mid, w in self.cur.items() if pos.get(mid, req.ledger_len) < req.ledger_len
-                }
+                keep = {mid: w for mid, w in self.cur.items() if pos.get(mid, ledger_len) < ledger_len}
                 self.cur = keep
                 self.total = sum(keep.values())
                 self.think = {mid: t for mid, t in self.think.items() if mid in keep}
@@ -1150,9 +1473,12 @@ class _DeltaRun:
                 last_report = None
                 seen = 0
                 stripped_to = 0
-            added = [by_id[mid] for mid in ids[seen : req.ledger_len]]
             before = seen
-            seen = max(seen, req.ledger_len)
+            if ledger_len > seen:
+                added = [by_id[mid] for mid in ids[seen:ledger_len]]
+                seen = ledger_len
+            else:
+                added = []
             # tool output the harness cleared before this request
             while mi < len(micro) and micro[mi].after_request < k:
                 self.cleared_calls.update(micro[mi].cleared_tool_ids)
@@ -1165,42 +1491,54 @@ class _DeltaRun:
                         continue
                     self.cleared.add(m.id)
                     self.think.pop(m.id, None)
-                    if m.id in pending:
-                        pending[m.id] = self.predict(m)
-                        self._put(m.id, round(pending[m.id].cost), k)
-                    else:
-                        new_w = max(0, round(self.model.predict(self._cleared_x(m))))
-                        removed += self.cur.get(m.id, 0) - new_w
-                        self._put(m.id, new_w, k)
-            for m in added:
-                if m.id in self.cur:
-                    continue  # preserved across a compaction: keeps its weight
-                pm = self.predict(m)
-                pending[m.id] = pm
-                self._put(m.id, round(pm.cost))
-                if pm.think > 0:
-                    self.think[m.id] = pm.think
-                    if pm.known:
-                        self.think_known.add(m.id)
-            # reasoning of earlier turns: a new user turn may strip it
+                    self.think_known.discard(m.id)
+                    if m.id not in pending:
+                        # its calibrated weight comes off; what the placeholder weighs is a
+                        # prediction until the next report, which it shares with the new messages
+                        # (and teaches the model)
+                        removed += self.cur.get(m.id, 0)
+                    pm = pending[m.id] = predict(m)
+                    self._put(m.id, round(pm.cost), k)
+            cur = self.cur
             human_at = -1
-            if not new_segment:
-                for m in reversed(added):
-                    if cal.parts(m).human:
-                        human_at = pos[m.id]
-                        break
-            strip_ids = (
-                [mid for mid, t in self.think.items() if t > 0 and stripped_to <= pos[mid] < human_at]
-                if human_at > 0
-                else []
-            )
-            strippable = sum(self.think[mid] for mid in strip_ids)
+            if added:
+                total = self.total
+                for m in added:
+                    mid = m.id
+                    if mid in cur:
+                        continue  # preserved across a compaction: keeps its weight
+                    pm = predict(m)
+                    pending[mid] = pm
+                    w = round(pm.cost)
+                    total += w
+                    cur[mid] = w
+                    if pm.think > 0:
+                        self.think[mid] = pm.think
+                        if pm.known:
+                            self.think_known.add(mid)
+                self.total = total
+                # reasoning of earlier turns: a new user turn may strip it
+                if not new_segment:
+                    for m in reversed(added):
+                        p = parts.get(m.id)
+                        if (p if p is not None else cal.parts(m)).human:
+                            human_at = pos[m.id]
+                            break
+            if human_at > 0 and self.think:
+                strip_ids = [
+                    mid for mid, t in self.think.items() if t > 0 and stripped_to <= pos[mid] < human_at
+                ]
+                strippable = sum([self.think[mid] for mid in strip_ids]) if strip_ids else 0
+            else:
+                strip_ids = []
+                strippable = 0
             ov = self.overhead or 0
             keep_total = ov + self.total
             strip_now = strippable > 0 and self.score_strip < self.score_keep
             if self.overhead is not None:
-                step.predicted = round(keep_total - (strippable if strip_now else 0.0))
-            if req.usage is None:
+                step.predicted = round(keep_total - strippable) if strip_now else round(keep_total)
+            usage = req.usage
+            if usage is None:
                 if strip_now:
                     removed += self._strip(k, strip_ids, pending, xadj)
                     stripped_to = human_at
@@ -1209,7 +1547,7 @@ class _DeltaRun:
                 cal._set(OVERHEAD_ID, k, ov)
                 step.context = ov + self.total
                 continue
-            context = req.usage.context
+            context = usage.context
             if strippable > 0:
                 self.score_keep += abs(context - keep_total)
                 self.score_strip += abs(context - (keep_total - strippable))
@@ -1217,24 +1555,43 @@ class _DeltaRun:
                     removed += self._strip(k, strip_ids, pending, xadj)
                     stripped_to = human_at
             if last_report is not None and pending:
-                x = dict(xadj)
-                known = 0.0
-                for pm in pending.values():
-                    known += pm.known
-                    for name, v in pm.x.items():
-                        _add(x, name, v)
-                x["request"] = 1.0
-                self.model.update(x, context - last_report + removed - known)
+                # `self._learns(k, x)`, without building x when it does not
+                learn = k <= MATURE or k % STRIDE == 0
+                if not learn:
+                    mature = self.mature
+                    learn = not mature.issuperset(xadj) or not all(
+                        [mature.issuperset(pm.x) for pm in pending.values()]
+                    )
+                if learn:
+                    x = dict(xadj)
+                    get = x.get
+                    known = 0.0
+                    for pm in pending.values():
+                        known += pm.known
+                        for name, v in pm.x.items():
+                            if v:
+                                x[name] = get(name, 0.0) + v
+                    model.update(x, context - last_report + removed - known, unseen=True)
+                    self._count(x)
             if last_report is None:
                 self._segment_start(k, context, pending)
             else:
-                self._attribute(k, context, pending)
+                # `self._attribute(k, context, pending)`, written out for the usual case
+                new = list(pending.values())
+                rest = context - (ov + self.total - sum([cur[pm.mid] for pm in new])) if new else -1
+                if rest >= 0 and self.overhead is not None:
+                    self._spread(k, rest, new)
+                else:
+                    self._attribute(k, context, pending)
             pending = {}
             removed = 0.0
             xadj = {}
             last_report = context
             step.context = context
-            step.model = self.model.snapshot()
+            if self.snapshot_n != model.n or self.snapshot is None:
+                self.snapshot = model.snapshot()
+                self.snapshot_n = model.n
+            step.model = self.snapshot
         cal.strip_thinking = self.score_strip < self.score_keep
         self.state = _RunState(
             mi=mi,
@@ -1249,21 +1606,13 @@ class _DeltaRun:
             stripped_to=stripped_to,
         )
 
-    def clone(self, cal: Calibration) -> _DeltaRun:
-        """A copy of this pass's state for `cal` (a calibration of a longer transcript), sharing
-        nothing that going on would change."""
+    def clone(self, cal: Calibration, start: int) -> _DeltaRun:
+        """A copy of this pass's state for `cal` (a calibration of a longer transcript, the same
+        up to request `start`, whose output may have grown), sharing nothing that going on would
+        change."""
         run = _DeltaRun.__new__(_DeltaRun)
         run.cal = cal
-        model = CostModel.__new__(CostModel)
-        model._coef = dict(self.model._coef)
-        model._ratio = self.model._ratio
-        model.index = dict(self.model.index)
-        model.names = list(self.model.names)
-        model.theta = list(self.model.theta)
-        model.P = [list(row) for row in self.model.P]
-        model.bounds = list(self.model.bounds)
-        model.n = self.model.n
-        run.model = model
+        run.model = self.model.copy()
         run.overhead = self.overhead
         run.cur = dict(self.cur)
         run.total = self.total
@@ -1273,7 +1622,15 @@ class _DeltaRun:
         run.cleared_calls = set(self.cleared_calls)
         run.score_keep = self.score_keep
         run.score_strip = self.score_strip
-        run.outputs = _outputs(cal.transcript)
+        run.outputs = dict(self.outputs)
+        for r in cal.transcript.requests[max(0, start - 1) :]:
+            if r.response_id is not None and r.usage is not None:
+                run.outputs[r.response_id] = r.usage.output
+        run.learned = dict(self.learned)
+        run.mature = set(self.mature)
+        run.k = self.k
+        run.snapshot = self.snapshot  # frozen: shared
+        run.snapshot_n = self.snapshot_n
         st = self.state
         run.state = _RunState(
             mi=st.mi,
@@ -1282,7 +1639,7 @@ class _DeltaRun:
             pos=st.pos,
             seen=st.seen,
             last_report=st.last_report,
-            pending={mid: replace(pm, x=dict(pm.x)) for mid, pm in st.pending.items()},
+            pending={mid: pm.copy() for mid, pm in st.pending.items()},
             removed=st.removed,
             xadj=dict(st.xadj),
             stripped_to=st.stripped_to,
@@ -1305,15 +1662,14 @@ class _DeltaRun:
             if mid in pending:
                 pm = pending[mid]
                 pm.cost = max(0.0, pm.cost - t)
+                t_name, s_name = p.reasoning
                 if pm.known:
                     # a final response without its reasoning: sized by its visible blocks
                     pm.known = 0.0
-                    pm.x = dict(p.content)
-                    pm.x["block"] = p.x["block"]
-                    pm.x["message"] = 1.0
+                    pm.x = {n: v for n, v in p.x.items() if n != t_name and n != s_name}
                 else:
-                    pm.x.pop("thinking", None)
-                    pm.x.pop("signature", None)
+                    # a new dict: `pm.x` may be the parts' own (read only)
+                    pm.x = {n: v for n, v in pm.x.items() if n != t_name and n != s_name}
                 self._put(mid, round(pm.cost))
             else:
                 w = self.cur[mid]
@@ -1322,25 +1678,27 @@ class _DeltaRun:
                 if mid in self.think_known:
                     off += w - nw
                 else:
-                    _add(xadj, "thinking", -p.x.get("thinking", 0.0))
-                    _add(xadj, "signature", -p.x.get("signature", 0.0))
+                    t_name, s_name = p.reasoning
+                    _add(xadj, t_name, -p.x.get(t_name, 0.0))
+                    _add(xadj, s_name, -p.x.get(s_name, 0.0))
             self.think_known.discard(mid)
         return off
 
     def _segment_start(self, k: int, context: int, pending: dict[str, _Pending]) -> None:
         """First report of a segment (or of the transcript): pin the overhead, spread the rest."""
         new = list(pending.values())
-        fixed = self.total - sum(self.cur[pm.message.id] for pm in new)
+        fixed = self.total - sum(self.cur[pm.mid] for pm in new)
         if self.overhead is None:
             predicted = sum(pm.cost for pm in new)
             self.overhead = max(0, context - fixed - round(predicted))
             if predicted > context - fixed and new:
                 # the report cannot even hold the messages as estimated: that teaches the ratios
-                x: Features = {"request": 1.0}
+                x: Features = {}
                 for pm in new:
                     for name, v in pm.x.items():
                         _add(x, name, v)
                 self.model.update(x, context - fixed - sum(pm.known for pm in new), robust=False)
+                self._count(x)
                 for pm in new:
                     pm.cost = self.predict(pm.message).cost
         rest = context - self.overhead - fixed
@@ -1359,7 +1717,8 @@ class _DeltaRun:
         """A report after another: the difference goes to what was added since (old weights stay)."""
         ov = self.overhead or 0
         new = list(pending.values())
-        fixed = ov + self.total - sum(self.cur[pm.message.id] for pm in new)
+        cur = self.cur
+        fixed = ov + self.total - sum([cur[pm.mid] for pm in new])
         rest = context - fixed
         if not new:
             # nothing was added, yet the input changed: something the transcript does not store
@@ -1381,32 +1740,56 @@ class _DeltaRun:
         The error goes to the uncertain part of each prediction (a final response's output is
         known), and never takes a weight below zero.
         """
-        if not new:
+        n = len(new)
+        if not n:
             return
-        err = total - sum(pm.cost for pm in new)
-        unc = [max(pm.cost - pm.known, 0.0) + 1.0 for pm in new]
-        target = [max(pm.cost, 0.0) for pm in new]
-        for _ in range(len(new) + 1):
-            live = [i for i in range(len(new)) if target[i] > 0 or err > 0]
-            su = sum(unc[i] for i in live)
-            if su <= 0:
-                break
-            nt = list(target)
-            for i in live:
-                nt[i] = target[i] + err * unc[i] / su
-            neg = [i for i in live if nt[i] < 0]
-            if not neg:
-                target = nt
-                break
-            for i in neg:
-                target[i] = 0.0
-            err = total - sum(target)
-        ints = apportion(total, target)
+        if n == 1:
+            self._settle(k, new, [total])  # what `_targets` gives one message (total >= 0 here)
+            return
+        if n == 2:
+            # `_targets` of two messages (a response and its tool's result) when it ends after
+            # its first round, written out
+            a, b = new
+            ca = a.cost
+            cb = b.cost
+            err = total - (ca + cb)
+            ta = max(ca, 0.0)
+            tb = max(cb, 0.0)
+            if err > 0 or (ta > 0 and tb > 0):
+                ua = max(ca - a.known, 0.0) + 1.0
+                ub = max(cb - b.known, 0.0) + 1.0
+                su = ua + ub
+                na = ta + err * ua / su
+                nb = tb + err * ub / su
+                if na >= 0 and nb >= 0:
+                    self._settle(k, new, apportion(total, [na, nb]))
+                    return
+        self._settle(k, new, apportion(total, _targets(total, new)))
+
+    def _settle(self, k: int, new: list[_Pending], ints: list[int]) -> None:
+        """Record the weights `ints` of `new` from request k on."""
+        cal = self.cal
+        versions = cal._versions
+        cur = self.cur
+        think = self.think
+        changes = cal._changes.get(k)
+        if changes is None:
+            changes = cal._changes[k] = []
+        delta = 0
         for pm, w in zip(new, ints, strict=True):
-            mid = pm.message.id
-            if pm.cost > 0 and mid in self.think:
-                self.think[mid] = min(self.think[mid] * w / pm.cost, float(w))
-            self._put(mid, w, k)
+            mid = pm.mid
+            if think and mid in think and pm.cost > 0:
+                think[mid] = min(think[mid] * w / pm.cost, float(w))
+            # `self._put(mid, w, k)`, written out
+            delta += w - cur.get(mid, 0)
+            cur[mid] = w
+            ver = versions.get(mid)
+            if ver is None:
+                versions[mid] = _Versions([k], [w])
+            else:
+                ver.set(k, w)
+            changes.append(mid)
+        self.total += delta
 
     def _take_from_old(self, k: int, short: int, skip: set[str]) -> None:
         """Take `short` tokens off the calibrated weights of messages not in `skip`, then the overhead."""
