@@ -945,7 +945,9 @@ def test_spotter_fa812bfe_in_a_100k_window_rereads_what_tool_output_clear_cleare
 
 
 def test_acompact_call_was_sent_above_the_trigger() -> None:
-    found = corpus_findings("claude-code/spotter-fa812bfe/subagents/agent-acompact-70d8e7.jsonl", "opencollab")
+    found = corpus_findings(
+        "claude-code/spotter-fa812bfe/subagents/agent-acompact-70d8e7.jsonl", "opencollab"
+    )
     # the compaction call itself: 169,290 tokens reported, above 167,000
     assert [(f.kind, f.severity, f.request) for f in found] == [
         ("pressure", "warning", 1),

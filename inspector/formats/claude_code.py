@@ -493,14 +493,17 @@ class ClaudeCodeReader:
                 if ri is None:
                     built.request_of[m.id] = len(requests)
                     requests.append(request)
+                    _count_model(built.models, request, 1)
                 elif request != requests[ri]:
+                    _count_model(built.models, requests[ri], -1)
+                    _count_model(built.models, request, 1)
                     requests[ri] = request
         for m in messages[first_changed:]:
             built.pairing.add(m)
         segments = list(old.segments)
         if len(last_ids) != len(segments[-1].message_ids):
             segments[-1] = segments[-1].model_copy(update={"message_ids": tuple(last_ids)})
-        models = Counter(r.model for r in requests if r.model and r.model != "<synthetic>")
+        models = +built.models
         subagents = list(built.inline)
         if self.with_subagents:
             subagents += _find_subagent_files(self.path, state.session_id)[0]
@@ -520,6 +523,7 @@ class ClaudeCodeReader:
             load_issues=[*state.issues, *built.chain_issues, *built.pairing.issues()],
             skipped=dict(skipped),
         )
+        transcript.adopt_index(old, [messages[gi] for gi in touched])
         built.transcript = transcript
         return transcript
 
@@ -895,6 +899,8 @@ class _Built:
     """Every uuid a compaction on the chain names as preserved (a preserved line written after its
     boundary belongs to the segment before it as well)."""
     chain_issues: list[LoadIssue]
+    models: Counter[str]
+    """Requests per model (the transcript's model is the most common)."""
     skipped_extra: Counter[str]
     inline: list[SubagentRef]
     pairing: Pairing
@@ -1315,6 +1321,7 @@ class _Builder:
                     u for b in boundaries if b.record is not None for u in _preserved_uuids(b.record)
                 ),
                 chain_issues=chain_issues,
+                models=models,
                 skipped_extra=self.skipped - self.s.skipped,
                 inline=inline,
                 pairing=pairing,
@@ -1413,6 +1420,11 @@ class _Builder:
                 )
             )
         return out
+
+
+def _count_model(models: Counter[str], request: Request, by: int) -> None:
+    if request.model and request.model != "<synthetic>":
+        models[request.model] += by
 
 
 def _preserved_uuids(rec: dict[str, Any]) -> list[str]:

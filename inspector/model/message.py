@@ -48,6 +48,9 @@ DEFAULT_PRIORITY: dict[SourceKind, int] = {
 }
 
 
+_SOURCES: dict[tuple[object, ...], Source] = {}
+
+
 class Source(BaseModel):
     """A source with its priority; `pinned` when priority >= PIN_FLOOR."""
 
@@ -59,7 +62,16 @@ class Source(BaseModel):
 
     @classmethod
     def of(cls, kind: SourceKind, name: str = "", priority: int | None = None) -> Source:
-        return cls(kind=kind, name=name, priority=DEFAULT_PRIORITY[kind] if priority is None else priority)
+        """The source of `kind` (frozen: one object per kind, name and priority is shared)."""
+        key = (cls, kind, name, priority)
+        made = _SOURCES.get(key)
+        if made is None:
+            if len(_SOURCES) >= 4096:
+                _SOURCES.clear()
+            made = _SOURCES[key] = cls(
+                kind=kind, name=name, priority=DEFAULT_PRIORITY[kind] if priority is None else priority
+            )
+        return made
 
     @property
     def pinned(self) -> bool:

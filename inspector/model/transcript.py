@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -171,6 +172,16 @@ class Transcript(BaseModel):
             self._by_id = cached
             self._by_id_of = key
         return cached
+
+    def adopt_index(self, previous: Transcript, changed: Iterable[Message]) -> None:
+        """Index this transcript's messages from `previous`'s index plus `changed` (the messages
+        that are new or differ), for a transcript that extends `previous` by what a followed file
+        added: a copy of a dict instead of a pass over every message."""
+        by_id = dict(previous._index())
+        for m in changed:
+            by_id[m.id] = m
+        self._by_id = by_id
+        self._by_id_of = (id(self.messages), len(self.messages))
 
     def _segment_tuple(self, index: int) -> tuple[Message, ...] | None:
         """Every message of segment `index`, in ledger order (resolved once per segment)."""

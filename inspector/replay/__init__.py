@@ -96,6 +96,8 @@ class Replay:
         self._steps: OrderedDict[int, Step] = OrderedDict()
         self._overhead = overhead_message()
         self._segments: dict[int, tuple[Segment, dict[str, Message], tuple[Message, ...]]] = {}
+        self._observed_upto: tuple[int, int] = (-1, 0)
+        """(n, the largest context the first n requests reported), for `refreshed`."""
 
     @classmethod
     def open(
@@ -127,14 +129,36 @@ class Replay:
         calibration goes on from where it stopped when `transcript` extends this one's (the same
         requests so far, ledgers that only grew), so the cost is that of what was added, not of the
         whole session; otherwise the transcript is calibrated afresh."""
+        calibration = self.calibration.extended(transcript)
+        observed: int | None = None
+        prefix = 0
+        if calibration is None:
+            calibration = Calibration(transcript, self.estimator, mode=self.calibration.mode)
+        else:
+            # the largest context reported, from the old requests' (the last may have changed)
+            reqs = transcript.requests
+            prefix = max(
+                [self._observed(len(self.transcript.requests) - 1)]
+                + [r.usage.context for r in reqs[len(self.transcript.requests) - 1 : -1] if r.usage]
+            )
+            last = reqs[-1].usage
+            observed = max(prefix, last.context if last is not None else 0)
         if self.window_source == "--window":
             win, source = self.window, self.window_source
         else:
-            win, source = resolve_window(transcript, None)
-        calibration = self.calibration.extended(transcript)
-        if calibration is None:
-            calibration = Calibration(transcript, self.estimator, mode=self.calibration.mode)
-        return Replay(transcript, self.policy, win, source, self.estimator, calibration)
+            win, source = resolve_window(transcript, None, observed=observed)
+        new = Replay(transcript, self.policy, win, source, self.estimator, calibration)
+        if observed is not None:
+            new._observed_upto = (len(transcript.requests) - 1, prefix)
+        return new
+
+    def _observed(self, upto: int) -> int:
+        """The largest context reported by the first `upto` requests."""
+        n, value = self._observed_upto
+        if n != upto:
+            value = max((r.usage.context for r in self.transcript.requests[:upto] if r.usage), default=0)
+            self._observed_upto = (upto, value)
+        return value
 
     def __len__(self) -> int:
         return len(self.transcript.requests)

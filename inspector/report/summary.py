@@ -159,11 +159,14 @@ class Report(BaseModel):
     )
 
 
-def resolve_window(transcript: Transcript, window: int | None) -> tuple[int | None, str]:
+def resolve_window(
+    transcript: Transcript, window: int | None, *, observed: int | None = None
+) -> tuple[int | None, str]:
     """The window to shape against, and where it came from.
 
     A transcript that states its window wins over the model's; Codex states 95% of it
-    (`harness_window` gives the window itself: 258,400 stated -> 272,000).
+    (`harness_window` gives the window itself: 258,400 stated -> 272,000). `observed`: the
+    largest context the transcript reported, where the caller knows it already.
     """
     from inspector.tokens.harness import harness_window
 
@@ -172,7 +175,8 @@ def resolve_window(transcript: Transcript, window: int | None) -> tuple[int | No
     stated = harness_window(transcript)
     if stated is not None:
         return stated, "transcript"
-    observed = max((r.usage.context for r in transcript.requests if r.usage), default=0)
+    if observed is None:
+        observed = max((r.usage.context for r in transcript.requests if r.usage), default=0)
     found = model_window(transcript.model, observed)
     return (found, "model") if found is not None else (None, "unknown")
 
