@@ -1,8 +1,10 @@
 """Synthetic Claude Code transcripts for the benchmarks, by size, with real compactions.
 
-`sample_sessions.generate` writes a realistic Claude Code 2.1 session of any length: most lines
-are not conversation (progress, hook and file-history lines), responses are streamed over several
-lines sharing `message.id`, tool results are large and `toolUseResult` repeats them. It never
+`sample_sessions.generate` writes a realistic Claude Code 2.1 session of any length: progress,
+hook and file-history lines between the conversation, responses streamed over several lines
+sharing `message.id`, large tool results that `toolUseResult` repeats. It writes a hook or two per
+tool call where real sessions run several, so `splice_hooks` adds them: then, as in a real
+session, most lines are not conversation (about 70%, as in spotter-fa812bfe). It never
 compacts, so a long session's context grows without bound (about 500 tokens a request: a million
 tokens by request 2,000). Real sessions of that length compact whenever the context nears the
 auto-compact line (167,000 for a 200k window), so `splice_compactions` rewrites the generated
@@ -21,6 +23,7 @@ import hashlib
 import json
 import random
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -30,11 +33,15 @@ from sample_sessions import generate as gen
 OUT = Path(__file__).resolve().parent / "out"
 MB = 1_000_000
 
+HOOK_NAMESPACE = uuid.UUID("6f1b1f0e-5c1a-4c57-9d36-2b8f0c1e7a11")
+"""Of the uuids this module makes (version 5: the generator's are version 4, so none can clash)."""
+
 COMPACT_AT = 165_000
 """Contexts compact when the next request would reach COMPACT_AT + (0..COMPACT_JITTER)."""
 COMPACT_JITTER = 6_000
-BYTES_PER_REQUEST = 11_200
-"""A first guess of the generator's bytes per request at large sizes (refined after one run)."""
+BYTES_PER_REQUEST = 14_000
+"""About what the generator writes per request at large sizes, before the hook lines and the
+compactions are spliced in (which bring a file to about 1.3x this)."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,64 @@ def gen_summary_prefix() -> str:
     )
 
 
+HOOKS_PER_CALL = (
+    ("PreToolUse", "~/.claude/hooks/tmux-waiting.sh clear"),
+    ("PreToolUse", "~/.claude/hooks/log-tool-use.sh"),
+    ("PreToolUse", "bd hook pre-tool --quiet"),
+    ("PostToolUse", "~/.claude/hooks/tmux-waiting.sh clear"),
+    ("PostToolUse", "~/.claude/hooks/log-tool-use.sh --after"),
+    ("PostToolUse", "bd hook post-tool --quiet"),
+)
+"""The hook_progress lines written for every tool call. The generator writes a hook or two per
+call; real Claude Code 2.1 sessions run several hooks per event (spotter-fa812bfe: 1,144
+hook_progress lines for its ~200 tool calls, 71% of its lines progress), so that most lines of a
+benchmark file, as of a real one, are not conversation."""
+
+
+def splice_hooks(src: Path, dst: Path) -> int:
+    """Copy `src` to `dst` with HOOKS_PER_CALL hook_progress lines after every assistant line
+    that makes tool calls (hanging off it, as Claude Code writes them: leaves of the tree, never
+    on the conversation's chain). Returns the lines written."""
+    written = 0
+    with src.open("rb") as fin, dst.open("wb") as fout:
+        for raw in fin:
+            fout.write(raw)
+            written += 1
+            if b'"tool_use"' not in raw:
+                continue
+            rec = json.loads(raw)
+            if rec.get("type") != "assistant":
+                continue
+            calls = [b for b in rec["message"].get("content", []) if b.get("type") == "tool_use"]
+            for call in calls:
+                name = call.get("name", "")
+                for n, (event, command) in enumerate(HOOKS_PER_CALL):
+                    line = {
+                        "parentUuid": rec["uuid"],
+                        "isSidechain": False,
+                        "userType": "external",
+                        "cwd": rec.get("cwd"),
+                        "sessionId": rec.get("sessionId"),
+                        "version": rec.get("version"),
+                        "gitBranch": rec.get("gitBranch"),
+                        "type": "progress",
+                        "data": {
+                            "type": "hook_progress",
+                            "hookEvent": event,
+                            "hookName": f"{event}:{name}",
+                            "command": command,
+                        },
+                        "parentToolUseID": call.get("id"),
+                        "toolUseID": call.get("id"),
+                        "timestamp": rec.get("timestamp"),
+                        # from the line it hangs off: never one of the generator's own uuids
+                        "uuid": str(uuid.uuid5(HOOK_NAMESPACE, f"{rec['uuid']}/{call.get('id')}/{n}")),
+                    }
+                    fout.write(json.dumps(line, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+                    written += 1
+    return written
+
+
 def splice_compactions(src: Path, dst: Path, seed: int, threshold: int = COMPACT_AT) -> tuple[int, int, int]:
     """Copy `src` to `dst`, inserting auto compactions (see the module docstring).
 
@@ -145,8 +210,10 @@ def splice_compactions(src: Path, dst: Path, seed: int, threshold: int = COMPACT
                     if overhead + sent >= limit:
                         parent = rec.get("parentUuid")
                         ts = rec.get("timestamp")
-                        buuid = gen._Ids(rng).uuid()
-                        suuid = gen._Ids(rng).uuid()
+                        # version-5 uuids: never one of the generator's (version 4, drawn from
+                        # a generator seeded like `rng`)
+                        buuid = str(uuid.uuid5(HOOK_NAMESPACE, f"compaction/{compactions}/boundary"))
+                        suuid = str(uuid.uuid5(HOOK_NAMESPACE, f"compaction/{compactions}/summary"))
                         boundary = {
                             "parentUuid": None,
                             "logicalParentUuid": parent,
@@ -261,11 +328,15 @@ def synth(
     raw = out / f"{key}.raw.jsonl"
     info = gen.generate_claude_code(raw, requests=requests, seed=seed, target_peak_tokens=target_peak_tokens)
     if compact:
-        lines, compactions, peak = splice_compactions(raw, path, seed)
+        compacted = out / f"{key}.compacted.jsonl"
+        _, compactions, peak = splice_compactions(raw, compacted, seed)
         raw.unlink()
+        lines = splice_hooks(compacted, path)
+        compacted.unlink()
     else:
-        raw.rename(path)
-        lines, compactions, peak = info.lines, 0, info.peak_context
+        lines = splice_hooks(raw, path)
+        raw.unlink()
+        compactions, peak = 0, info.peak_context
     result = Synth(
         path=path,
         bytes=path.stat().st_size,

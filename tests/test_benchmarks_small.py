@@ -7,6 +7,7 @@ measurement is a row of `python -m benchmarks --small`.
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from benchmarks import synth
@@ -51,3 +52,18 @@ def test_synthetic_sessions_compact_like_claude_code() -> None:
     assert not transcript.load_issues
     peak = max(r.usage.context for r in transcript.requests if r.usage is not None)
     assert 150_000 <= peak <= 190_000
+
+
+def test_synthetic_sessions_are_mostly_lines_that_are_not_conversation() -> None:
+    """As in a real Claude Code 2.1 session (spotter-fa812bfe: 71% progress), most lines are
+    hooks, progress and file history; the hook lines hang off their tool call's line, so every
+    request is still read and nothing is detached."""
+    session = synth.synth("replay2000", requests=2000)
+    transcript = load(session.path)
+    types = [orjson.loads(line).get("type") for line in session.path.read_bytes().splitlines()]
+    conversation = sum(1 for t in types if t in ("user", "assistant"))
+    assert len(types) == session.lines and conversation > 5_000
+    assert len(transcript.requests) == 2000
+    assert "detached (parent not in file)" not in transcript.skipped
+    assert transcript.skipped["progress"] > session.lines / 2
+    assert conversation < session.lines * 0.4
