@@ -15,11 +15,8 @@ from .base import (
     LayerResult,
     Sizer,
     kept_pinned,
-    memo,
-    no_change,
     plural,
-    pressure,
-    under_trigger,
+    pressed,
 )
 from .budget import Budget
 from .groups import Group, group_spans
@@ -141,18 +138,11 @@ class AutoCompact:
     def apply(
         self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
     ) -> LayerResult:
-        sizer = memo(estimator)
-        src = tuple(view)
-        before = sizer.view(src)
-
-        def unchanged(reason: str) -> LayerResult:
-            return no_change(self, src, before, reason, forced)
-
-        if self.summarizer is None:
-            return unchanged("off: no summarizer configured")
-        if not forced and before <= budget.trigger:
-            return unchanged(under_trigger(before, budget))
-        cause = pressure(before, budget, forced)
+        ready = pressed(self, view, budget, estimator, forced, summarizer_missing=self.summarizer is None)
+        if isinstance(ready, LayerResult):
+            return ready
+        src, sizer, before, cause = ready.src, ready.sizer, ready.before, ready.cause
+        unchanged = ready.unchanged
         target = budget.target
         if before <= target:
             return unchanged(f"{cause}, already at or under target {target:,}")

@@ -260,6 +260,47 @@ def no_change(layer: Layer, view: tuple[Message, ...], tokens: int, reason: str,
     )
 
 
+@dataclass(frozen=True)
+class Pressed:
+    """A reactive layer's view once it is known to be over its trigger (or forced): what every
+    such layer starts from."""
+
+    layer: Layer
+    src: tuple[Message, ...]
+    sizer: TokenMemo
+    before: int
+    """The view's size."""
+    cause: str
+    """Why the layer acts ("estimate 171,204 > trigger 167,000", or the forced variant)."""
+    forced: bool
+
+    def unchanged(self, reason: str) -> LayerResult:
+        """The layer leaves the view as it was, saying why."""
+        return no_change(self.layer, self.src, self.before, reason, self.forced)
+
+
+def pressed(
+    layer: Layer,
+    view: Sequence[Message],
+    budget: Budget,
+    estimator: Sizer,
+    forced: bool,
+    *,
+    summarizer_missing: bool = False,
+) -> Pressed | LayerResult:
+    """The start every reactive layer shares: size the view once; a layer that summarizes is off
+    without a summarizer (`summarizer_missing`); under (or at) the trigger and not forced, a layer
+    does nothing. Returns the unchanged result in those cases, else the pressed view to act on."""
+    sizer = memo(estimator)
+    src = tuple(view)
+    before = sizer.view(src)
+    if summarizer_missing:
+        return no_change(layer, src, before, "off: no summarizer configured", forced)
+    if not forced and before <= budget.trigger:
+        return no_change(layer, src, before, under_trigger(before, budget), forced)
+    return Pressed(layer, src, sizer, before, pressure(before, budget, forced), forced)
+
+
 def under_trigger(tokens: int, budget: Budget) -> str:
     """ "4,210 under trigger 167,000" (or "at trigger" when equal)."""
     word = "at" if tokens == budget.trigger else "under"

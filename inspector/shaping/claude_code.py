@@ -36,6 +36,7 @@ from .base import (
     memo,
     no_change,
     plural,
+    pressed,
     pressure,
     under_trigger,
 )
@@ -317,18 +318,11 @@ class FullCompact:
     def apply(
         self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
     ) -> LayerResult:
-        sizer = memo(estimator)
-        src = tuple(view)
-        before = sizer.view(src)
-
-        def unchanged(reason: str) -> LayerResult:
-            return no_change(self, src, before, reason, forced)
-
-        if self.summarizer is None:
-            return unchanged("off: no summarizer configured")
-        if not forced and before <= budget.trigger:
-            return unchanged(under_trigger(before, budget))
-        cause = pressure(before, budget, forced)
+        ready = pressed(self, view, budget, estimator, forced, summarizer_missing=self.summarizer is None)
+        if isinstance(ready, LayerResult):
+            return ready
+        src, sizer, before, cause = ready.src, ready.sizer, ready.before, ready.cause
+        unchanged = ready.unchanged
         fold = [i for g in group_spans(src) if foldable(g) for i in range(g.start, g.end)]
         if not fold:
             return unchanged(

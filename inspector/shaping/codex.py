@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from inspector.model import Message, TextBlock, ToolResultBlock
 
 from .auto_compact import SUMMARY_CACHE_SIZE, SummaryCache
-from .base import Action, Decision, LayerResult, Sizer, memo, no_change, plural, pressure, under_trigger
+from .base import Action, Decision, LayerResult, Sizer, memo, no_change, plural, pressed
 from .budget import CODEX_USER_MESSAGE_TOKENS, Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
 from .groups import group_spans
@@ -164,18 +164,11 @@ class CodexCompact:
     def apply(
         self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
     ) -> LayerResult:
-        sizer = memo(estimator)
-        src = tuple(view)
-        before = sizer.view(src)
-
-        def unchanged(reason: str) -> LayerResult:
-            return no_change(self, src, before, reason, forced)
-
-        if self.summarizer is None:
-            return unchanged("off: no summarizer configured")
-        if not forced and before <= budget.trigger:
-            return unchanged(under_trigger(before, budget))
-        cause = pressure(before, budget, forced)
+        ready = pressed(self, view, budget, estimator, forced, summarizer_missing=self.summarizer is None)
+        if isinstance(ready, LayerResult):
+            return ready
+        src, sizer, before, cause = ready.src, ready.sizer, ready.before, ready.cause
+        unchanged = ready.unchanged
         groups = group_spans(src)
         candidates = {i for g in groups if foldable(g) for i in range(g.start, g.end)}
         keep: dict[int, Message] = {}

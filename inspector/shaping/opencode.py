@@ -30,8 +30,7 @@ from .base import (
     memo,
     no_change,
     plural,
-    pressure,
-    under_trigger,
+    pressed,
 )
 from .budget import OPENCODE_PRUNE_MINIMUM, Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
@@ -269,18 +268,11 @@ class OpencodeCompact:
     def apply(
         self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
     ) -> LayerResult:
-        sizer = memo(estimator)
-        src = tuple(view)
-        before = sizer.view(src)
-
-        def unchanged(reason: str) -> LayerResult:
-            return no_change(self, src, before, reason, forced)
-
-        if self.summarizer is None:
-            return unchanged("off: no summarizer configured")
-        if not forced and before <= budget.trigger:
-            return unchanged(under_trigger(before, budget))
-        cause = pressure(before, budget, forced)
+        ready = pressed(self, view, budget, estimator, forced, summarizer_missing=self.summarizer is None)
+        if isinstance(ready, LayerResult):
+            return ready
+        src, sizer, before, cause = ready.src, ready.sizer, ready.before, ready.cause
+        unchanged = ready.unchanged
         preserve = min(
             MAX_PRESERVE_RECENT_TOKENS,
             max(MIN_PRESERVE_RECENT_TOKENS, math.floor(budget.trigger * PRESERVE_SHARE)),

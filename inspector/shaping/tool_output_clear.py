@@ -15,12 +15,9 @@ from .base import (
     Sizer,
     ViewScan,
     kept_pinned,
-    memo,
-    no_change,
     ordinal,
     plural,
-    pressure,
-    under_trigger,
+    pressed,
 )
 from .budget import Budget
 from .tools import DEFAULT_COMPACTABLE_TOOLS, canonical_set, is_compactable
@@ -137,16 +134,11 @@ class ToolOutputClear:
     def apply(
         self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
     ) -> LayerResult:
-        sizer = memo(estimator)
-        src = tuple(view)
-        before = sizer.view(src)
-
-        def unchanged(reason: str) -> LayerResult:
-            return no_change(self, src, before, reason, forced)
-
-        if not forced and before <= budget.trigger:
-            return unchanged(under_trigger(before, budget))
-        cause = pressure(before, budget, forced)
+        ready = pressed(self, view, budget, estimator, forced)
+        if isinstance(ready, LayerResult):
+            return ready
+        src, sizer, before, cause = ready.src, ready.sizer, ready.before, ready.cause
+        unchanged = ready.unchanged
         keep = budget.results_kept
         slots = compactable_results(src, self.compactable, self._scan(src, sizer))
         free = [s for s in slots if not src[s.message].pinned]
