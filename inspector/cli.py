@@ -218,7 +218,14 @@ def _cmd_tour(args: argparse.Namespace) -> int:
     transcript = _load(str(info.path))
     from inspector.tui import run_app
 
-    run_app(transcript, policy=info.policy, window=info.window, start="first", tour=info.name)
+    run_app(
+        transcript,
+        policy=info.policy,
+        window=info.window,
+        start="first",
+        tour=info.name,
+        window_source="sample",
+    )
     return 0
 
 
@@ -229,6 +236,7 @@ def _cmd_open(args: argparse.Namespace) -> int:
     --follow.
     """
     policy, window = args.policy, args.window
+    window_source = "--window"
     follow: bool | None = args.follow
     if args.sample is not None:
         from sample_sessions import SAMPLES_DIR
@@ -236,7 +244,8 @@ def _cmd_open(args: argparse.Namespace) -> int:
         info = _sample(args.sample)
         path = str(SAMPLES_DIR / info.file)
         policy = policy or info.policy
-        window = window or info.window
+        if window is None and info.window is not None:
+            window, window_source = info.window, "sample"
         follow = bool(follow)
     elif args.path is not None:
         path = args.path
@@ -261,7 +270,7 @@ def _cmd_open(args: argparse.Namespace) -> int:
         transcript, follower = opened.transcript, opened.follower
     from inspector.tui import run_app
 
-    run_app(transcript, policy=policy, window=window, follower=follower)
+    run_app(transcript, policy=policy, window=window, follower=follower, window_source=window_source)
     return 0
 
 

@@ -85,3 +85,26 @@ def test_sample_accepts_scenario_names(monkeypatch: pytest.MonkeyPatch) -> None:
     assert cli_main(["--sample", NAME]) == 0
     assert seen["path"].endswith(SCENARIOS[NAME].file.split("/")[-1])
     assert seen["window"] == SCENARIOS[NAME].window
+    assert seen["window_source"] == "sample"  # the header says where the window came from
+
+
+def test_sample_with_window_says_the_window_was_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr("inspector.tui.run_app", lambda transcript, **kw: seen.update(kw))
+    assert cli_main(["--sample", NAME, "--window", "90000"]) == 0
+    assert (seen["window"], seen["window_source"]) == (90_000, "--window")
+
+
+async def test_sample_header_names_the_sample_as_the_windows_source() -> None:
+    info = SCENARIOS[NAME]
+    app = InspectorApp(load(info.path), policy=info.policy, window=info.window, window_source="sample")
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.main
+        for _ in range(100):
+            if main.replay is not None:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+        title = str(main.gauge.border_title)
+        assert f"window {info.window:,} (sample)" in title, title
+        assert "(--window)" not in title

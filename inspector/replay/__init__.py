@@ -73,6 +73,11 @@ def _policy(policy: str | Policy | None, transcript: Transcript | None = None) -
         raise PolicyError(f"cannot read policy {policy}: {exc.strerror or exc}") from None
 
 
+INFERRED_WINDOW = frozenset({"transcript", "model", "unknown"})
+"""Window sources read from the transcript (looked at again as a followed file grows); any other
+source is a window someone gave."""
+
+
 class Replay:
     """A transcript under one policy and one window."""
 
@@ -107,9 +112,14 @@ class Replay:
         window: int | None = None,
         estimator: str = "heuristic",
         mode: str = "delta",
+        window_source: str = "--window",
     ) -> Replay:
+        """`window_source`: what to call a given `window`'s origin ("--window", or "sample" for the
+        window a bundled sample comes with)."""
         chosen = _policy(policy, transcript)
         win, source = resolve_window(transcript, window)
+        if window is not None:
+            source = window_source
         est = get_estimator(estimator)
         calibration = Calibration(transcript, est, mode=mode)  # type: ignore[arg-type]
         return cls(transcript, chosen, win, source, est, calibration)
@@ -143,7 +153,7 @@ class Replay:
             )
             last = reqs[-1].usage
             observed = max(prefix, last.context if last is not None else 0)
-        if self.window_source == "--window":
+        if self.window_source not in INFERRED_WINDOW:
             win, source = self.window, self.window_source
         else:
             win, source = resolve_window(transcript, None, observed=observed)

@@ -283,8 +283,11 @@ class MainScreen(Screen[None]):
         start: Start = "last",
         follower: Follower | None = None,
         tour: str | None = None,
+        window_source: str = "--window",
     ) -> None:
         super().__init__(id="main")
+        self.window_source = window_source
+        """What `window` is, when given: "--window", or "sample" (a bundled sample's own)."""
         self.tour_name = tour
         """A scenario whose guided tour runs beside the columns (`.`/`,` step through its stops)."""
         self.tour: Tour | None = None
@@ -393,7 +396,12 @@ class MainScreen(Screen[None]):
     def load_replay(self, generation: int) -> None:
         try:
             with self.replay_lock:
-                replay = Replay.open(self.transcript, policy=self.policy_arg, window=self.window_arg)
+                replay = Replay.open(
+                    self.transcript,
+                    policy=self.policy_arg,
+                    window=self.window_arg,
+                    window_source=self.window_source,
+                )
                 contexts = tuple(replay.contexts())
         except (PolicyError, ReplayError, OSError, ValueError) as exc:
             self.post_message(LoadFailed(str(exc), generation))
@@ -438,7 +446,7 @@ class MainScreen(Screen[None]):
                 with self.waiting:
                     self.replay_lock.acquire()
                 try:
-                    replay = next_replay(previous, transcript, policy, window)
+                    replay = next_replay(previous, transcript, policy, window, self.window_source)
                     # The request that will be shown, shaped here: one worker less before it is on screen.
                     k = len(replay) if want is None else min(want, len(replay))
                     if k >= 1:
@@ -1240,6 +1248,7 @@ class MainScreen(Screen[None]):
             return
         self.settings_before = (self.policy_arg, self.window_arg)
         self.window_arg = window
+        self.window_source = "--window"
         self.reshaping = True
         self.generation += 1
         self.gauge.border_subtitle = f"replaying with a {window:,}-token window…"
@@ -1299,6 +1308,7 @@ class InspectorApp(App[None]):
         now: datetime | None = None,
         home: Path | None = None,
         tour: str | None = None,
+        window_source: str = "--window",
     ) -> None:
         """Open on `transcript` (followed live when a `follower` that read it is given), or, with
         no transcript, on the session picker (`sessions`, `now` and `home` fix its rows for tests)."""
@@ -1312,6 +1322,7 @@ class InspectorApp(App[None]):
         self.now = now
         self.home = home
         self.tour = tour
+        self.window_source = window_source
         self.theme = "textual-dark"
 
     def get_default_screen(self) -> Screen[None]:
@@ -1320,7 +1331,13 @@ class InspectorApp(App[None]):
                 sessions=self.sessions, now=self.now, home=self.home, policy=self.policy, window=self.window
             )
         return MainScreen(
-            self.transcript, self.policy, self.window, self.start, follower=self.follower, tour=self.tour
+            self.transcript,
+            self.policy,
+            self.window,
+            self.start,
+            follower=self.follower,
+            tour=self.tour,
+            window_source=self.window_source,
         )
 
     @on(SessionOpened)
@@ -1347,8 +1364,17 @@ def run_app(
     start: Start = "last",
     follower: Follower | None = None,
     tour: str | None = None,
+    window_source: str = "--window",
 ) -> None:
     """Open the app on a loaded transcript (the last request first; start="first" for teaching),
     following the file when `follower` (the one that read it) is given; with no transcript, open
-    the session picker."""
-    InspectorApp(transcript, policy=policy, window=window, start=start, follower=follower, tour=tour).run()
+    the session picker. `window_source` names where a given `window` came from."""
+    InspectorApp(
+        transcript,
+        policy=policy,
+        window=window,
+        start=start,
+        follower=follower,
+        tour=tour,
+        window_source=window_source,
+    ).run()

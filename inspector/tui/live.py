@@ -117,6 +117,7 @@ def next_replay(
     transcript: Transcript,
     policy: str | Policy | None,
     window: int | None,
+    window_source: str = "--window",
 ) -> Replay:
     """The replay of a grown (or re-read) transcript under the current policy and window.
 
@@ -124,7 +125,7 @@ def next_replay(
     the calibration goes on from where it stopped (`Replay.refreshed`), costing what was added.
     """
     if previous is None:
-        return Replay.open(transcript, policy=policy, window=window)
+        return Replay.open(transcript, policy=policy, window=window, window_source=window_source)
     return previous.refreshed(transcript)
 
 
