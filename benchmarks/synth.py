@@ -122,6 +122,18 @@ def gen_summary_prefix() -> str:
     )
 
 
+def _envelope(rec: dict[str, Any]) -> dict[str, Any]:
+    """The fields Claude Code writes on every line of a session, as the line `rec` has them."""
+    return {
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": rec.get("cwd"),
+        "sessionId": rec.get("sessionId"),
+        "version": rec.get("version"),
+        "gitBranch": rec.get("gitBranch"),
+    }
+
+
 HOOKS_PER_CALL = (
     ("PreToolUse", "~/.claude/hooks/tmux-waiting.sh clear"),
     ("PreToolUse", "~/.claude/hooks/log-tool-use.sh"),
@@ -156,12 +168,7 @@ def splice_hooks(src: Path, dst: Path) -> int:
                 for n, (event, command) in enumerate(HOOKS_PER_CALL):
                     line = {
                         "parentUuid": rec["uuid"],
-                        "isSidechain": False,
-                        "userType": "external",
-                        "cwd": rec.get("cwd"),
-                        "sessionId": rec.get("sessionId"),
-                        "version": rec.get("version"),
-                        "gitBranch": rec.get("gitBranch"),
+                        **_envelope(rec),
                         "type": "progress",
                         "data": {
                             "type": "hook_progress",
@@ -217,12 +224,7 @@ def splice_compactions(src: Path, dst: Path, seed: int, threshold: int = COMPACT
                         boundary = {
                             "parentUuid": None,
                             "logicalParentUuid": parent,
-                            "isSidechain": False,
-                            "userType": "external",
-                            "cwd": rec.get("cwd"),
-                            "sessionId": rec.get("sessionId"),
-                            "version": rec.get("version"),
-                            "gitBranch": rec.get("gitBranch"),
+                            **_envelope(rec),
                             "type": "system",
                             "subtype": "compact_boundary",
                             "content": "Conversation compacted",
@@ -235,12 +237,7 @@ def splice_compactions(src: Path, dst: Path, seed: int, threshold: int = COMPACT
                         text = _summary_text(rng, prompts, files, compactions + 1)
                         summary = {
                             "parentUuid": buuid,
-                            "isSidechain": False,
-                            "userType": "external",
-                            "cwd": rec.get("cwd"),
-                            "sessionId": rec.get("sessionId"),
-                            "version": rec.get("version"),
-                            "gitBranch": rec.get("gitBranch"),
+                            **_envelope(rec),
                             "type": "user",
                             "message": {"role": "user", "content": text},
                             "isVisibleInTranscriptOnly": True,

@@ -23,3 +23,17 @@ def claude_code_corpus() -> list[Path]:
     if not CORPUS.exists():
         return []
     return sorted((CORPUS / "claude-code").rglob("*.jsonl"))
+
+
+def real_transcripts() -> list[Path]:
+    """Every transcript the project bundles (samples, scenarios, the OpenCollab run) and, where
+    the corpus is beside the project, every corpus file."""
+    samples = ROOT / "sample_sessions"
+    found = [
+        *sorted(samples.glob("*.jsonl")),
+        *sorted(samples.glob("scenarios/*.jsonl")),
+        samples / "opencollab-run",
+    ]
+    if CORPUS.exists():
+        found += sorted(p for p in CORPUS.rglob("*") if p.suffix in (".jsonl", ".json"))
+    return found

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from pathlib import Path
 
 import pytest
 
@@ -24,8 +23,8 @@ from inspector.model import (
 from inspector.tokens import OVERHEAD_ID, HeuristicEstimator, calibrate, get_estimator
 from inspector.tokens.calibration import CLEARED_TEXT, MATURE, Calibration
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
-FA812 = CORPUS / "claude-code" / "spotter-fa812bfe" / "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
+from .conftest import FA812
+
 SKIP = "real transcript corpus not found beside the project (../shared/corpus); present in CI"
 
 

@@ -41,7 +41,7 @@ from inspector.tokens.harness import (
     segment_end_estimates,
 )
 
-from .conftest import CORPUS, ROOT
+from .conftest import ROOT, real_transcripts
 
 # --- the plain algorithm, written out the slow way: the oracle ---------------------------------------
 
@@ -203,19 +203,7 @@ def assert_same_as_plain(tr: Transcript) -> None:
 # --- real transcripts ---------------------------------------------------------------------------------
 
 
-def _real_files() -> list[Path]:
-    samples = ROOT / "sample_sessions"
-    found = [
-        *sorted(samples.glob("*.jsonl")),
-        *sorted(samples.glob("scenarios/*.jsonl")),
-        samples / "opencollab-run",
-    ]
-    if CORPUS.exists():
-        found += sorted(p for p in CORPUS.rglob("*") if p.suffix in (".jsonl", ".json"))
-    return found
-
-
-@pytest.mark.parametrize("path", _real_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", real_transcripts(), ids=lambda p: p.name)
 def test_the_pass_gives_the_plain_figures_on_real_transcripts(path: Path) -> None:
     tr = load(path)
     assert_same_as_plain(tr)

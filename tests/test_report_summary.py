@@ -30,7 +30,7 @@ from inspector.report.summary import (
     tool_counts,
 )
 
-from .conftest import CORPUS, ROOT
+from .conftest import real_transcripts
 
 
 def plain_role_counts(tr: Transcript) -> dict[str, int]:
@@ -49,19 +49,7 @@ def plain_tool_counts(tr: Transcript) -> dict[str, int]:
     return dict(Counter(c.name for m in tr.messages for c in m.tool_calls).most_common())
 
 
-def _files() -> list[Path]:
-    samples = ROOT / "sample_sessions"
-    found = [
-        *sorted(samples.glob("*.jsonl")),
-        *sorted(samples.glob("scenarios/*.jsonl")),
-        samples / "opencollab-run",
-    ]
-    if CORPUS.exists():
-        found += sorted(p for p in CORPUS.rglob("*") if p.suffix in (".jsonl", ".json"))
-    return found
-
-
-@pytest.mark.parametrize("path", _files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", real_transcripts(), ids=lambda p: p.name)
 def test_report_rows_and_counts_are_what_the_transcript_and_calibration_say(path: Path) -> None:
     tr = load(path)
     replay = Replay.open(tr)
