@@ -1480,8 +1480,7 @@ def _agent_files(path: Path, session_id: str | None) -> list[tuple[Path, str]]:
         shared += [(p, "beside the session (2.0)") for p in sorted(path.parent.glob("agent-*.jsonl"))]
         shared = [(p, layout) for p, layout in shared if p.is_file()]  # never a FIFO (a read would block)
         for p, layout in shared:
-            rec = _first_record(p)
-            if rec is not None and rec.get("sessionId") == session_id and all(p != q for q, _ in found):
+            if _session_of(p) == session_id and all(p != q for q, _ in found):
                 found.append((p, layout))
     return found
 
@@ -1504,6 +1503,23 @@ def _remember(cache: dict[_FileKey, Any], key: _FileKey, value: Any) -> None:
     if len(cache) >= _CACHE_LIMIT:
         cache.clear()
     cache[key] = value
+
+
+_SESSION_CACHE: dict[_FileKey, str | None] = {}
+
+
+def _session_of(path: Path) -> str | None:
+    """The sessionId an agent file starts with; cached by size and mtime (a followed session's
+    folder is looked through at every update, and may hold hundreds of other sessions' agents)."""
+    key = _file_key(path)
+    if key is not None and key in _SESSION_CACHE:
+        return _SESSION_CACHE[key]
+    rec = _first_record(path)
+    sid = rec.get("sessionId") if rec is not None else None
+    value = sid if isinstance(sid, str) else None
+    if key is not None:
+        _remember(_SESSION_CACHE, key, value)
+    return value
 
 
 def _subagent_counts(path: Path) -> tuple[int, int, str]:
