@@ -23,7 +23,7 @@ from inspector.model import (
 from inspector.tokens import OVERHEAD_ID, HeuristicEstimator, calibrate, get_estimator
 from inspector.tokens.calibration import CLEARED_TEXT, MATURE, Calibration
 
-from .conftest import FA812
+from .conftest import FA812, ROOT
 
 SKIP = "real transcript corpus not found beside the project (../shared/corpus); present in CI"
 
@@ -295,3 +295,22 @@ def test_weights_sum_to_reports_with_thinned_learning() -> None:
         assert min(w.values()) >= 0
         if r.usage is not None:
             assert sum(w.values()) == r.usage.context
+
+
+def test_opencollab_recorded_clearing_is_applied_like_a_microcompact() -> None:
+    """OpenCollab bills what it sent: after its trace records tool_output_clear (request 24 of the
+    bundled run, 15 results cleared, 34,140 -> 14,262 by its own estimate), the reported input drops
+    from 23,264 to 9,895. The delta pass puts placeholders where the trace says, as it does after a
+    Claude Code microcompact, so request 24 is predicted within a few percent (it was 159% off)."""
+    from inspector.tokens.accuracy import accuracy
+
+    tr = load(ROOT / "sample_sessions" / "opencollab-run")
+    cleared = [e for e in tr.events if e.layer == "tool_output_clear"]
+    assert cleared[0].after_request == 23 and len(cleared[0].cleared_tool_ids) == 15
+    rep = accuracy(tr, "heuristic")
+    row = next(r for r in rep.requests if r.request == 24)
+    assert row.reported == 9_895
+    assert row.error_pct["delta"] < 3.0, row
+    delta = rep.modes["delta"]
+    assert delta.max_pct is not None and delta.max_pct < 3.0
+    assert rep.best == "delta"

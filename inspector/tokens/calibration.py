@@ -1272,9 +1272,25 @@ def _outputs(transcript: Transcript) -> dict[str, int]:
     }
 
 
+CLEARING_LAYERS = frozenset({"tool_output_clear"})
+"""Layers whose recorded firing (an OpenCollab trace's context_shaping) names the tool results it
+cleared: from the next request on, the harness sent placeholders for them, as after a Claude Code
+microcompact."""
+
+
 def _micro_events(transcript: Transcript) -> list[RecordedEvent]:
+    """The recorded clearings of tool output, in request order: Claude Code's microcompacts and
+    the clearing layers an OpenCollab trace records (it reports the usage of what it sent)."""
     return sorted(
-        (e for e in transcript.events if e.kind is EventKind.MICROCOMPACT and e.cleared_tool_ids),
+        (
+            e
+            for e in transcript.events
+            if e.cleared_tool_ids
+            and (
+                e.kind is EventKind.MICROCOMPACT
+                or (e.kind is EventKind.LAYER_FIRED and e.layer in CLEARING_LAYERS)
+            )
+        ),
         key=lambda e: e.after_request,
     )
 
