@@ -229,6 +229,23 @@ class ClaudeCodeReader:
                 )
             return
         rtype = rec.get("type")
+        if rtype == "progress" and state.session_id is not None:
+            # most lines of a session (hooks, tool and agent progress): a node of the tree, no more
+            uuid = rec.get("uuid")
+            state.skipped["progress"] += 1
+            if type(uuid) is str and uuid not in state.nodes:
+                parent = rec.get("parentUuid")
+                state.nodes[uuid] = _Node(
+                    uuid,
+                    parent if type(parent) is str else None,
+                    rtype,
+                    line_no,
+                    self._count,
+                    bool(rec.get("isSidechain")),
+                )
+                self._count += 1
+                state.order.append(uuid)
+            return
         if not isinstance(rtype, str):
             state.issues.append(LoadIssue(file=self.file, line=line_no, reason="record has no `type`"))
             return
