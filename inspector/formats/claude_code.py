@@ -146,7 +146,7 @@ class _Memo:
         default_factory=dict
     )
     """First line's uuid -> (each line's blocks, stop reason, the merged message)."""
-    requests: dict[tuple[Any, ...], Request] = field(default_factory=dict)
+    requests: dict[_RequestFields, Request] = field(default_factory=dict)
 
     keep: bool = True
     """False for a one-shot read: nothing is kept (nothing will be built again)."""
@@ -325,19 +325,19 @@ class ClaudeCodeReader:
         cost is that of the new lines. Anything else (a compaction, a rewind, a subagent line, a
         new compaction-call file) builds it again from every line."""
         state = self._state
-        calls: list[Path] = []
-        if self.with_subagents:
-            calls = [p for p, _ in _agent_files(self.path, state.session_id) if _is_compaction_call(p)]
+        # the session's agent files (subagents and compaction calls), listed once for this update
+        agents = _agent_files(self.path, state.session_id) if self.with_subagents else None
+        calls = [p for p, _ in agents or () if _is_compaction_call(p)]
         calls_key = tuple(_file_key(p) for p in calls)
         built = self._built
         if built is not None and built.calls == calls_key:
-            extended = self._extend(built)
+            extended = self._extend(built, agents)
             if extended is not None:
                 self.extensions += 1
                 return extended
         full = _with_recovered_context(state, calls)
         builder = _Builder(self.file, full, self._memo)
-        transcript = builder.build(self.path if self.with_subagents else None)
+        transcript = builder.build(agents)
         self._built = builder.built
         if self._built is not None:
             self._built.count = len(state.order)
@@ -349,7 +349,7 @@ class ClaudeCodeReader:
         self.builds += 1
         return transcript
 
-    def _extend(self, built: _Built) -> Transcript | None:
+    def _extend(self, built: _Built, agents: list[tuple[Path, str]] | None) -> Transcript | None:
         """`built`'s transcript with the lines read since, when they only continue its active
         branch; None when a full build is needed. Checks everything before changing anything."""
         state = self._state
@@ -497,15 +497,10 @@ class ClaudeCodeReader:
                 last_ids.append(m.id)
             if g.rid is not None:
                 ri = built.request_of.get(m.id)
-                request = Request(
-                    index=len(requests) + 1 if ri is None else ri + 1,
-                    response_id=m.id,
-                    model=acc.model_by_rid.get(g.rid),
-                    usage=acc.usage_by_rid.get(g.rid),
-                    segment=last if ri is None else requests[ri].segment,
-                    ledger_len=len(last_ids) - 1 if ri is None else requests[ri].ledger_len,
-                    timestamp=m.timestamp,
-                    stop_reason=acc.stop_by_rid.get(g.rid),
+                request = _request(
+                    acc.request_fields(len(requests) + 1, m, last, len(last_ids) - 1)
+                    if ri is None
+                    else acc.request_fields(ri + 1, m, requests[ri].segment, requests[ri].ledger_len)
                 )
                 if ri is None:
                     built.request_of[m.id] = len(requests)
@@ -522,8 +517,8 @@ class ClaudeCodeReader:
             segments[-1] = segments[-1].model_copy(update={"message_ids": tuple(last_ids)})
         models = +built.models
         subagents = list(built.inline)
-        if self.with_subagents:
-            subagents += _find_subagent_files(self.path, state.session_id)[0]
+        if agents is not None:
+            subagents += _find_subagent_files(agents)[0]
         skipped = Counter(state.skipped) + built.skipped_extra
         transcript = Transcript(
             format=FORMAT,
@@ -829,6 +824,23 @@ class _Group:
     first_task: bool = False
 
 
+_RequestFields = tuple[int, str, str | None, Usage | None, int, int, str | None, str | None]
+"""(index, response message id, model, usage, segment, ledger length, timestamp, stop reason)."""
+
+
+def _request(f: _RequestFields) -> Request:
+    return Request(
+        index=f[0],
+        response_id=f[1],
+        model=f[2],
+        usage=f[3],
+        segment=f[4],
+        ledger_len=f[5],
+        timestamp=f[6],
+        stop_reason=f[7],
+    )
+
+
 @dataclass
 class _Acc:
     """What reading the ledger's lines in file order accumulates: tool names by call, each
@@ -841,6 +853,21 @@ class _Acc:
     first_task_done: bool = False
     groups: list[_Group] = field(default_factory=list)
     group_of_rid: dict[str, int] = field(default_factory=dict)
+
+    def request_fields(self, index: int, m: Message, segment: int, ledger_len: int) -> _RequestFields:
+        """What the request made with response message `m` is, from what the lines said."""
+        rid = m.response_id
+        assert rid is not None
+        return (
+            index,
+            m.id,
+            self.model_by_rid.get(rid),
+            self.usage_by_rid.get(rid),
+            segment,
+            ledger_len,
+            m.timestamp,
+            self.stop_by_rid.get(rid),
+        )
 
     def take(self, n: _Node, memo: _Memo) -> int | None:
         """Read one member line; the index of the group it joined or began (None: not a message)."""
@@ -1009,7 +1036,9 @@ class _Builder:
         return None
 
     # -- building ---------------------------------------------------------------------------
-    def build(self, path: Path | None) -> Transcript:
+    def build(self, agents: list[tuple[Path, str]] | None) -> Transcript:
+        """The transcript of the state; `agents`: the session's agent files (`_agent_files`),
+        None to look for none (a subagent's own file)."""
         s = self.s
         nodes = s.nodes
         conv = [nodes[u] for u in s.order if nodes[u].type in CONVERSATION_TYPES]
@@ -1056,7 +1085,7 @@ class _Builder:
         strays = [n for n in stray if n.uuid not in members]
         abandoned = self._abandoned(strays, on_chain)
         transcript = self._assemble(
-            path, chain, ordered, boundaries, microcompacts, abandoned, sidechain_file
+            agents, chain, ordered, boundaries, microcompacts, abandoned, sidechain_file
         )
         if self.built is not None:
             assert leaf is not None
@@ -1123,7 +1152,7 @@ class _Builder:
 
     def _assemble(
         self,
-        path: Path | None,
+        agents: list[tuple[Path, str]] | None,
         chain: list[_Node],
         ordered: list[_Node],
         boundaries: list[_Node],
@@ -1150,7 +1179,6 @@ class _Builder:
             msg_segment[m.id] = start_segments[j - 1] if j else 0
             line_of_msg[m.id] = n.line
             messages.append(m)
-        usage_by_rid, model_by_rid, stop_by_rid = acc.usage_by_rid, acc.model_by_rid, acc.stop_by_rid
 
         # segments: the ledger of each stretch between compactions
         by_id = {m.id: m for m in messages}
@@ -1199,7 +1227,7 @@ class _Builder:
             )
         # requests: one per response on the active branch, at its place in its segment's ledger
         requests: list[Request] = []
-        kept_requests: dict[tuple[Any, ...], Request] = {}
+        kept_requests: dict[_RequestFields, Request] = {}
         response_of_request: list[str] = []
         preserved_after: set[str] = set()
         for e in events:
@@ -1211,29 +1239,10 @@ class _Builder:
                     continue
                 if seg_index > 0 and mid in preserved_after:
                     continue  # a preserved response was made before the compaction, in the segment before
-                rid = m.response_id
-                fields = (
-                    len(requests) + 1,
-                    mid,
-                    model_by_rid.get(rid),
-                    usage_by_rid.get(rid),
-                    seg_index,
-                    pos,
-                    m.timestamp,
-                    stop_by_rid.get(rid),
-                )
+                fields = acc.request_fields(len(requests) + 1, m, seg_index, pos)
                 req = memo.requests.get(fields)
                 if req is None:
-                    req = Request(
-                        index=fields[0],
-                        response_id=mid,
-                        model=fields[2],
-                        usage=fields[3],
-                        segment=seg_index,
-                        ledger_len=pos,
-                        timestamp=m.timestamp,
-                        stop_reason=fields[7],
-                    )
+                    req = _request(fields)
                 if memo.keep:
                     kept_requests[fields] = req
                 requests.append(req)
@@ -1311,8 +1320,8 @@ class _Builder:
         if not sidechain_file:
             inline = self._inline_subagents()
             transcript.subagents = list(inline)
-        if path is not None and not sidechain_file:
-            subs, calls = _find_subagent_files(path, self.s.session_id)
+        if agents is not None and not sidechain_file:
+            subs, calls = _find_subagent_files(agents)
             transcript.subagents = transcript.subagents + subs
             _link_compaction_calls(transcript, calls)
         empty_before_last = set(range(len(segments) - 1)) - {r.segment for r in requests}
@@ -1575,11 +1584,12 @@ def _meta_lines(call: Path) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def _find_subagent_files(path: Path, session_id: str | None) -> tuple[list[SubagentRef], list[Path]]:
-    """Subagent transcripts of the session at `path`, and its compaction-call files."""
+def _find_subagent_files(agents: list[tuple[Path, str]]) -> tuple[list[SubagentRef], list[Path]]:
+    """The subagent transcripts among a session's agent files (`_agent_files`), and its
+    compaction-call files."""
     subs: list[SubagentRef] = []
     calls: list[Path] = []
-    for p, layout in _agent_files(path, session_id):
+    for p, layout in agents:
         agent_id = p.stem.removeprefix("agent-")
         if _is_compaction_call(p):
             calls.append(p)
