@@ -108,3 +108,24 @@ async def test_sample_header_names_the_sample_as_the_windows_source() -> None:
         title = str(main.gauge.border_title)
         assert f"window {info.window:,} (sample)" in title, title
         assert "(--window)" not in title
+
+
+async def test_a_window_set_in_the_app_is_no_longer_the_samples() -> None:
+    """Once the user sets a window (`w`), the header and any later re-read (a followed file reset)
+    call it given, not the sample's."""
+    info = SCENARIOS[NAME]
+    app = InspectorApp(load(info.path), policy=info.policy, window=info.window, window_source="sample")
+    async with app.run_test(size=SIZE) as pilot:
+        main = app.main
+        for _ in range(100):
+            if main.replay is not None:
+                break
+            await pilot.pause(0.05)
+        main.apply_window(90_000)
+        for _ in range(100):
+            if main.replay is not None and main.replay.window == 90_000:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+        assert main.window_source == "--window"
+        assert "window 90,000 (--window)" in str(main.gauge.border_title)

@@ -327,7 +327,8 @@ class MainScreen(Screen[None]):
         """Live: the first replay has not landed yet (rebuilds wait for it, so it cannot land last)."""
         self.reshaping = False
         """A change of policy or window is being replayed (its replay has not landed yet)."""
-        self.settings_before: tuple[str | Policy | None, int | None] = (policy, window)
+        self.settings_before: tuple[str | Policy | None, int | None, str] = (policy, window, window_source)
+        """(policy, window, window source) before the change being replayed: restored if it fails."""
         self.scan_seed: dict[int, frozenset[str]] = {}
         """What the scan of the replay before a live update found, still valid for this one."""
         self.title_text = ""
@@ -596,7 +597,7 @@ class MainScreen(Screen[None]):
             return
         if self.reshaping and self.replay is not None:
             self.reshaping = False
-            self.policy_arg, self.window_arg = self.settings_before
+            self.policy_arg, self.window_arg, self.window_source = self.settings_before
         if self.view is None:
             self.gauge.status = f"cannot open: {event.reason}"
         self.notify(event.reason, title="context-inspector", severity="error", markup=False)
@@ -1201,8 +1202,8 @@ class MainScreen(Screen[None]):
     def apply_lab(self, result: LabResult) -> None:
         if self.replay is None:
             return
-        self.settings_before = (self.policy_arg, self.window_arg)
-        self.policy_arg, self.window_arg = result.policy, result.window
+        self.settings_before = (self.policy_arg, self.window_arg, self.window_source)
+        self.policy_arg, self.window_arg, self.window_source = result.policy, result.window, "--window"
         self.reshaping = True
         self.generation += 1
         self.gauge.border_subtitle = f"what if: {result.policy.name}, a {result.window:,}-token window…"
@@ -1212,7 +1213,7 @@ class MainScreen(Screen[None]):
         if self.replay is None or name == self.replay.policy.name:
             return
         # Live rebuilds from now on use the new settings (restored if the replay fails).
-        self.settings_before = (self.policy_arg, self.window_arg)
+        self.settings_before = (self.policy_arg, self.window_arg, self.window_source)
         self.policy_arg = name
         self.reshaping = True
         self.generation += 1
@@ -1246,9 +1247,8 @@ class MainScreen(Screen[None]):
     def apply_window(self, window: int) -> None:
         if self.replay is None:
             return
-        self.settings_before = (self.policy_arg, self.window_arg)
-        self.window_arg = window
-        self.window_source = "--window"
+        self.settings_before = (self.policy_arg, self.window_arg, self.window_source)
+        self.window_arg, self.window_source = window, "--window"
         self.reshaping = True
         self.generation += 1
         self.gauge.border_subtitle = f"replaying with a {window:,}-token window…"
