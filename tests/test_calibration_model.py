@@ -230,6 +230,45 @@ def test_extended_equals_a_fresh_calibration(n: int) -> None:
     assert grown.ratios(len(tr.requests)) == whole.ratios(len(tr.requests))
 
 
+def assert_same_calibration(a: Calibration, b: Calibration, tr: Transcript, what: object) -> None:
+    for r in tr.requests:
+        k = r.index
+        assert a.predicted(k) == b.predicted(k), (what, k)
+        assert a.context(k) == b.context(k), (what, k)
+        assert a.weights(k) == b.weights(k), (what, k)
+        assert a.ledger_total(k) == b.ledger_total(k), (what, k)
+        assert a.ratios(k) == b.ratios(k), (what, k)
+    assert a.strip_thinking == b.strip_thinking, what
+
+
+def on_demand_cases() -> list[tuple[Transcript, str]]:
+    cases = [(long_session(MATURE + 160), "heuristic")]
+    if FA812.exists():
+        fa812 = load(FA812)
+        cases += [(fa812, "heuristic"), (fa812, "tiktoken")]
+    return cases
+
+
+def test_on_demand_pass_equals_one_whole_pass() -> None:
+    """The delta pass runs only as far as it is asked (a report that reads the providers' figures
+    never runs it): asked request by request, out of order, it decides what one whole pass does."""
+    for tr, est in on_demand_cases():
+        n = len(tr.requests)
+        whole = calibrate(tr, get_estimator(est))
+        whole.predicted(n)  # runs the whole pass at once
+        lazy = calibrate(tr, get_estimator(est))
+        assert lazy._done == 0 and lazy._run is None  # nothing run yet
+        assert [lazy.context(r.index) for r in tr.requests if r.usage] == [
+            r.usage.context for r in tr.requests if r.usage
+        ]
+        assert lazy._done == 0  # reported figures need no pass
+        asked = [k for k in (3, 2, 40, 41, 39, n // 2, MATURE + 1, n - 1) if k <= n]
+        for k in asked:
+            assert lazy.weights(k) == whole.weights(k), (est, k)
+            assert lazy._done == max(a for a in asked[: asked.index(k) + 1]), (est, k)
+        assert_same_calibration(lazy, whole, tr, est)
+
+
 def test_extended_on_corpus() -> None:
     if not FA812.exists():
         pytest.skip(SKIP)
@@ -278,7 +317,7 @@ def test_long_session_learns_and_costs_flat() -> None:
         out = []
         for _ in range(3):
             t0 = time.perf_counter()
-            Calibration(t, HeuristicEstimator())
+            Calibration(t, HeuristicEstimator()).predicted(len(t.requests))  # the whole pass
             out.append(time.perf_counter() - t0)
         return min(out)
 

@@ -735,21 +735,42 @@ class Calibration:
         self._spend_seen: dict[str | int, int] = {}
         self._overhead_estimate = 0
         self._prefix: list[list[int]] = []
-        self.strip_thinking = False
-        """Whether this session drops earlier turns' reasoning (decided from the reports)."""
+        self._strip_thinking = False
         self.first_report: int | None = next(
             (r.index for r in transcript.requests if r.usage is not None), None
         )
+        self._run: _DeltaRun | None = None
+        self._done = 0
+        """Delta mode: the requests calibrated so far (the pass runs on demand, see `_upto`)."""
         with _paused_gc():
-            self._run: _DeltaRun | None = None
-            if mode == "delta":
-                self._prefetch_sizes()
-                self._run = _DeltaRun(self)
-                self._run.run()
-            else:
+            if mode == "proportional":
                 self._prefetch_local()
                 self._run_proportional()
+                self._done = len(self._steps)
             self._cumulative_spend()
+
+    def _upto(self, k: int) -> None:
+        """Calibrate the requests up to k (delta mode), if not yet done.
+
+        The pass runs on demand and stops where asked: a question about request k needs only
+        the requests up to it (the pass never changes what it decided before), so a report that
+        reads the providers' own figures never runs it, and one that looks at request 30 of 7,000
+        runs 30. Going on later from where it stopped gives what one whole pass gives."""
+        if k <= self._done:
+            return
+        with _paused_gc():
+            if self._run is None:
+                self._prefetch_sizes()
+                self._run = _DeltaRun(self)
+            self._run.run(start=self._done, stop=k)
+        self._done = k
+        self._models = None
+
+    @property
+    def strip_thinking(self) -> bool:
+        """Whether this session drops earlier turns' reasoning (decided from all its reports)."""
+        self._upto(len(self._steps))
+        return self._strip_thinking
 
     # -- sizes -------------------------------------------------------------------------------
 
@@ -761,6 +782,9 @@ class Calibration:
         old = self.transcript
         run = self._run
         n = len(old.requests)
+        if self.mode == "delta":
+            self._upto(n)
+            run = self._run
         if (
             run is None
             or n == 0
@@ -838,7 +862,7 @@ class Calibration:
         new.first_report = next((r.index for r in transcript.requests if r.usage is not None), None)
         with _paused_gc():
             new._run = run.clone(new, n)
-            new._run.run(start=n)
+            new._done = n
             new._cumulative_spend(n - 1)
         return new
 
@@ -1010,6 +1034,7 @@ class Calibration:
     def _weights_at(self, k: int) -> dict[str, int]:
         """`weights(k)`, cached and shared: callers must not change it."""
         self._check(k)
+        self._upto(k)
         cached = self._weights_cache.get(k)
         if cached is None:
             if self.mode == "proportional":
@@ -1047,6 +1072,7 @@ class Calibration:
         Stepping forward it is kept up to date from the request before: the weights (re)set at k
         and the messages added since, no pass over the ledger."""
         self._check(k)
+        self._upto(k)
         total = self._totals.get(k)
         if total is None:
             total = self._total_stepped(k)
@@ -1106,6 +1132,7 @@ class Calibration:
     def weight_of(self, k: int, mid: str) -> int:
         """The weight at request k of a message of its ledger (or of the overhead), as in
         `weights(k)`, without building the dict (delta mode, from the first report on)."""
+        self._upto(k)
         if self._lazy_positions(k) is None:
             return self._weights_at(k)[mid]
         ver = self._versions.get(mid)
@@ -1157,14 +1184,16 @@ class Calibration:
     def predicted(self, k: int) -> int | None:
         """The input predicted for request k from the weights before it (None before any report)."""
         self._check(k)
+        self._upto(k)
         return self._steps[k - 1].predicted
 
     def context(self, k: int) -> int:
         """The calibrated total input at request k (the report itself where there is one)."""
         self._check(k)
-        if self.transcript.requests[k - 1].usage is None:
+        usage = self.transcript.requests[k - 1].usage
+        if usage is None:
             return sum(self.weights(k).values())
-        return self._steps[k - 1].context
+        return usage.context
 
     def overhead(self, k: int) -> int:
         """The weight of the pinned overhead pseudo-message at request k."""
@@ -1183,6 +1212,7 @@ class Calibration:
     def model_at(self, k: int) -> Coefficients:
         """The delta mode's cost model as learned through request k."""
         self._check(k)
+        self._upto(k)
         models = self._models
         if models is None:
             last = Coefficients(ratio=PRIOR_RATIO.get(self.estimator.name, 1.0))
@@ -1242,6 +1272,7 @@ class Calibration:
     def estimator_at(self, k: int, base: Estimator) -> CalibratedEstimator:
         """An Estimator for shaping request k: calibrated weights for unchanged ledger messages."""
         self._check(k)
+        self._upto(k)
         return CalibratedEstimator(self, k, base)
 
 
@@ -1443,9 +1474,10 @@ class _DeltaRun:
         if k is not None:
             self.cal._set(mid, k, w)
 
-    def run(self, start: int = 0) -> None:
-        """Requests `start` (0-based) onward; the pass's state is kept, so a longer transcript can
-        go on from where this one stopped (`Calibration.extended`)."""
+    def run(self, start: int = 0, stop: int | None = None) -> None:
+        """Requests `start` up to `stop` (0-based, `stop` excluded; None: to the end); the pass's
+        state is kept, so it can go on from where it stopped, for the same transcript
+        (`Calibration._upto`) or a longer one (`Calibration.extended`)."""
         cal = self.cal
         tr = cal.transcript
         by_id = tr._index()
@@ -1470,7 +1502,7 @@ class _DeltaRun:
             ids = tr.segments[seg].message_ids
             if len(ids) != len(pos):
                 pos = {mid: i for i, mid in enumerate(ids)}
-        for req in tr.requests[start:] if start else tr.requests:
+        for req in tr.requests[start:stop] if start or stop is not None else tr.requests:
             k = self.k = req.index
             step = steps[k - 1]
             ledger_len = req.ledger_len
@@ -1608,7 +1640,7 @@ class _DeltaRun:
                 self.snapshot = model.snapshot()
                 self.snapshot_n = model.n
             step.model = self.snapshot
-        cal.strip_thinking = self.score_strip < self.score_keep
+        cal._strip_thinking = self.score_strip < self.score_keep
         self.state = _RunState(
             mi=mi,
             seg=seg,
