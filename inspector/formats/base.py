@@ -80,27 +80,28 @@ class LineSplitter:
         return line
 
     def feed(self, data: bytes) -> Iterator[tuple[int, bytes]]:
+        first, lines = self.split(data)
+        return enumerate(lines, first)
+
+    def split(self, data: bytes) -> tuple[int, list[bytes]]:
+        """The lines `data` completes, all at once: (the first one's number, the lines)."""
+        first = self.lines_seen + 1
         if not data:
-            return
+            return first, []
         if type(data) is not bytes:
             data = bytes(data)  # held parts must not change under us
-        start = 0
-        nl = data.find(b"\n")
-        if nl >= 0 and (self._parts or self._dropped):
-            self.lines_seen += 1
-            yield self.lines_seen, self._take_held(data[:nl])
-            start = nl + 1
-            nl = data.find(b"\n", start)
-        while nl >= 0:
-            self.lines_seen += 1
-            if self.max_line is not None and nl - start > self.max_line:
-                yield self.lines_seen, Overlong(nl - start)
-            else:
-                yield self.lines_seen, data[start:nl]
-            start = nl + 1
-            nl = data.find(b"\n", start)
-        if start < len(data):
-            self._hold(data[start:] if start else data)
+        lines = data.split(b"\n")
+        tail = lines.pop()  # after the last newline: the start of a line still being written
+        if lines:
+            if self._parts or self._dropped:
+                lines[0] = self._take_held(lines[0])
+            limit = self.max_line
+            if limit is not None and len(data) > limit:
+                lines = [Overlong(len(x)) if len(x) > limit and type(x) is bytes else x for x in lines]
+            self.lines_seen += len(lines)
+        if tail:
+            self._hold(tail)
+        return first, lines
 
     @property
     def pending(self) -> bytes:

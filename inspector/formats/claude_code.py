@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from msgspec import DecodeError
 
 from inspector.model import (
     AbandonedBranch,
@@ -56,6 +57,7 @@ from inspector.model import (
     Transcript,
     Usage,
 )
+from inspector.model.trusted import trusted
 
 from .base import (
     MAX_LINE_BYTES,
@@ -69,6 +71,9 @@ from .base import (
     too_deep,
     too_deep_reason,
 )
+from .claude_code_lines import Line, decode, decode_line, too_deep_input
+from .claude_code_lines import blocks as typed_blocks
+from .claude_code_lines import usage as typed_usage
 
 FORMAT = "claude-code"
 CONVERSATION_TYPES = frozenset({"user", "assistant"})
@@ -94,6 +99,9 @@ KNOWN_TYPES = frozenset(
     }
 )
 SNIFF_KEYS = frozenset({"uuid", "parentUuid", "sessionId", "leafUuid", "messageId"})
+TITLE_TYPES = ("summary", "custom-title", "ai-title")
+BOUNDARY_SUBTYPES = ("compact_boundary", "microcompact_boundary")
+"""(Tuples: a subtype may be any JSON value, a list included, so it is compared, never hashed.)"""
 READ_CHUNK = 1 << 20
 MAX_REJOIN = 64
 """How many lines may leave the end of the active branch (parallel tool traffic the new line does
@@ -111,9 +119,19 @@ class _Node:
     order: int
     sidechain: bool = False
     record: dict[str, Any] | None = None
-    """The slim record for conversation and boundary lines; None for progress and the like."""
+    """What the ledger reads of a conversation or boundary line's own fields (`KEPT`, without the
+    message); None for progress and the like."""
     file: str | None = None
     """Set for a line recovered from another file (a compaction call's copy of hook output)."""
+    blocks: tuple[Block, ...] = ()
+    """A conversation line's blocks (tool results named by the calls read before them in the file:
+    `_Acc.take` names them by the ledger's own calls)."""
+    usage: Usage | None = None
+    """An assistant line's usage."""
+    rid: str | None = None
+    """The message's id (on an assistant line: the response it is part of)."""
+    model: str | None = None
+    stop: str | None = None
 
 
 @dataclass
@@ -126,20 +144,11 @@ class _State:
     session_id: str | None = None
 
 
-@dataclass(slots=True)
-class _Parts:
-    """What one line contributes to its message, kept between builds of a followed file."""
-
-    blocks: tuple[Block, ...]
-    usage: Usage | None
-
-
 @dataclass
 class _Memo:
-    """Per-line parts and built messages, keyed by uuid, so building again after an append only
-    makes what is new (a followed session rebuilds its transcript at every update)."""
+    """Built messages and requests, keyed by uuid, so building again after an append only makes
+    what is new (a followed session rebuilds its transcript at every update)."""
 
-    parts: dict[str, _Parts] = field(default_factory=dict)
     users: dict[str, tuple[bool, tuple[Block, ...], Message]] = field(default_factory=dict)
     """uuid -> (first task?, blocks it was built from, the message)."""
     responses: dict[str, tuple[tuple[tuple[Block, ...], ...], str | None, Message]] = field(
@@ -151,34 +160,25 @@ class _Memo:
     keep: bool = True
     """False for a one-shot read: nothing is kept (nothing will be built again)."""
 
-    def parts_of(self, n: _Node, msg: dict[str, Any], call_names: dict[str, str]) -> _Parts:
-        hit = self.parts.get(n.uuid) if self.keep else None
-        # a kept line's blocks are valid while the tool names its results were given still hold
-        if hit is not None and all(
-            call_names.get(b.call_id) == b.tool_name for b in hit.blocks if isinstance(b, ToolResultBlock)
-        ):
-            for b in hit.blocks:
-                if isinstance(b, ToolCallBlock):
-                    call_names[b.id] = b.name
-            return hit
-        parts = _Parts(
-            blocks=tuple(_blocks(msg.get("content"), call_names)),
-            usage=_usage(msg.get("usage")) if n.type == "assistant" else None,
-        )
-        if self.keep:
-            self.parts[n.uuid] = parts
-        return parts
+
+KEPT = (
+    "type",
+    "subtype",
+    "timestamp",
+    "isMeta",
+    "isCompactSummary",
+    "isApiErrorMessage",
+    "agentId",
+    "compactMetadata",
+    "microcompactMetadata",
+    "logicalParentUuid",
+)
+"""A conversation or boundary line's own fields the ledger reads (its message is read at once)."""
 
 
-def _slim(rec: dict[str, Any]) -> dict[str, Any]:
-    """Drop what the ledger never needs (the `toolUseResult` side record is often the biggest
-    part), in place: the record was decoded for this reader alone."""
-    rec.pop("snapshot", None)
-    rec.pop("data", None)
-    tur = rec.pop("toolUseResult", None)
-    if isinstance(tur, dict) and "agentId" in tur:
-        rec["toolUseResult"] = {"agentId": tur.get("agentId")}
-    return rec
+def _kept(rec: dict[str, Any]) -> dict[str, Any]:
+    """The fields of `rec` the ledger reads later (`KEPT`)."""
+    return {k: rec[k] for k in KEPT if k in rec}
 
 
 class ClaudeCodeReader:
@@ -194,6 +194,8 @@ class ClaudeCodeReader:
         self._state = _State()
         self._count = 0
         self._memo = _Memo(keep=follow)
+        self._call_names: dict[str, str] = {}
+        """Tool call id -> name, of every call read so far (names results as they are read)."""
         self._built: _Built | None = None
         self.builds = 0
         """Transcripts built from every line."""
@@ -201,8 +203,33 @@ class ClaudeCodeReader:
         """Transcripts made by extending the one before (see `transcript`)."""
 
     def feed(self, data: bytes) -> None:
-        for line_no, raw in self._lines.feed(data):
-            self._take(line_no, raw)
+        first, lines = self._lines.split(data)
+        state = self._state
+        nodes = state.nodes
+        order = state.order
+        skipped = state.skipped
+        take_line = self._take_line
+        for line_no, raw in enumerate(lines, first):
+            if type(raw) is not bytes:  # an `Overlong`
+                self._take_long(line_no, raw)
+                continue
+            try:
+                line = decode(raw)
+            except (DecodeError, RecursionError):  # not the usual shape (`claude_code_lines`)
+                self._take_long(line_no, raw)
+                continue
+            if line.type == "progress" and state.session_id is not None:
+                # most lines of a session (hooks, tool and agent progress): a node of the tree, no more
+                skipped["progress"] += 1
+                uuid = line.uuid
+                if uuid is not None and uuid not in nodes:
+                    nodes[uuid] = _Node(
+                        uuid, line.parent_uuid, "progress", line_no, self._count, bool(line.is_sidechain)
+                    )
+                    self._count += 1
+                    order.append(uuid)
+            elif not take_line(line_no, line):
+                self._take_long(line_no, raw)
 
     def finish(self) -> None:
         """At end of file: a held-back last line without its newline is read if it is whole JSON."""
@@ -214,10 +241,80 @@ class ClaudeCodeReader:
         return self._lines.lines_seen
 
     def _take(self, line_no: int, raw: bytes, torn_ok: bool = True) -> None:
+        line = decode_line(raw) if type(raw) is bytes else None  # not an `Overlong`
+        if line is None or not self._take_line(line_no, line):
+            self._take_long(line_no, raw, torn_ok)
+
+    def _take_line(self, line_no: int, line: Line) -> bool:
+        """A line in the usual shape (`claude_code_lines`): what `_take_long` makes of it, made
+        from the decoded structs. False: a line `_take_long` reads (a boundary, a title, or a
+        message line it has something to say about)."""
+        state = self._state
+        rtype = line.type
+        if rtype in TITLE_TYPES or (rtype == "system" and line.subtype in BOUNDARY_SUBTYPES):
+            return False
+        if state.session_id is None and line.session_id is not None:
+            state.session_id = line.session_id
+        uuid = line.uuid
+        if rtype not in CONVERSATION_TYPES:
+            # most lines of a session (hooks, tool and agent progress, snapshots): a node of the tree
+            key = rtype if rtype != "system" else f"system/{short(line.subtype)}"
+            state.skipped[key if rtype in KNOWN_TYPES else f"unknown:{short(rtype)}"] += 1
+            if uuid is not None and uuid not in state.nodes:
+                state.nodes[uuid] = _Node(
+                    uuid, line.parent_uuid, rtype, line_no, self._count, bool(line.is_sidechain)
+                )
+                self._count += 1
+                state.order.append(uuid)
+            return True
+        msg = line.message
+        if msg is None or uuid is None or too_deep_input(msg):
+            return False
+        if uuid in state.nodes:
+            self._duplicate(line_no, uuid)
+            return True
+        state.nodes[uuid] = _Node(
+            uuid=uuid,
+            parent=line.parent_uuid,
+            type=rtype,
+            line=line_no,
+            order=self._count,
+            sidechain=bool(line.is_sidechain),
+            record={
+                "type": rtype,
+                "subtype": line.subtype,
+                "timestamp": line.timestamp,
+                "isMeta": line.is_meta,
+                "isCompactSummary": line.is_compact_summary,
+                "isApiErrorMessage": line.is_api_error_message,
+                "agentId": line.agent_id,
+            },
+            blocks=typed_blocks(msg, self._call_names),
+            usage=typed_usage(msg) if rtype == "assistant" else None,
+            rid=msg.id,
+            model=msg.model,
+            stop=msg.stop_reason,
+        )
+        self._count += 1
+        state.order.append(uuid)
+        return True
+
+    def _duplicate(self, line_no: int, uuid: str) -> None:
+        first = self._state.nodes[uuid]
+        self._state.issues.append(
+            LoadIssue(
+                file=self.file,
+                line=line_no,
+                reason=f"duplicate uuid {short(uuid)} (first at line {first.line}); kept the first",
+            )
+        )
+
+    def _take_long(self, line_no: int, raw: bytes, torn_ok: bool = True) -> None:
+        """Any line, decoded whole and checked in Python, with a load issue for what is wrong."""
         state = self._state
         before = len(state.issues)
-        # nesting depth is checked below, on the records kept: the others (file-history snapshots
-        # are the bulk of the deep-looking lines) are only counted, and never recursed into
+        # nesting depth is checked below, on what is kept of the line: the rest (file-history
+        # snapshots are the bulk of the deep-looking lines) is only counted, never recursed into
         rec = decode_json_line(raw, self.file, line_no, state.issues, depth=False)
         if rec is None:
             if not torn_ok and len(state.issues) > before:
@@ -229,23 +326,6 @@ class ClaudeCodeReader:
                 )
             return
         rtype = rec.get("type")
-        if rtype == "progress" and state.session_id is not None:
-            # most lines of a session (hooks, tool and agent progress): a node of the tree, no more
-            uuid = rec.get("uuid")
-            state.skipped["progress"] += 1
-            if type(uuid) is str and uuid not in state.nodes:
-                parent = rec.get("parentUuid")
-                state.nodes[uuid] = _Node(
-                    uuid,
-                    parent if type(parent) is str else None,
-                    rtype,
-                    line_no,
-                    self._count,
-                    bool(rec.get("isSidechain")),
-                )
-                self._count += 1
-                state.order.append(uuid)
-            return
         if not isinstance(rtype, str):
             state.issues.append(LoadIssue(file=self.file, line=line_no, reason="record has no `type`"))
             return
@@ -262,15 +342,18 @@ class ClaudeCodeReader:
                 state.title = title
         uuid = rec.get("uuid")
         is_conv = rtype in CONVERSATION_TYPES
-        is_boundary = rtype == "system" and rec.get("subtype") in (
-            "compact_boundary",
-            "microcompact_boundary",
-        )
+        is_boundary = rtype == "system" and rec.get("subtype") in BOUNDARY_SUBTYPES
+        kept: dict[str, Any] | None = None
+        msg = rec.get("message")
         if is_conv or is_boundary:
-            if too_deep(rec, raw):
+            kept = _kept(rec)
+            if isinstance(msg, dict):
+                # what is read of the message (its ids and names are read only as strings)
+                kept["message"] = {"content": msg.get("content"), "usage": msg.get("usage")}
+            if too_deep(kept, raw):
                 state.issues.append(LoadIssue(file=self.file, line=line_no, reason=too_deep_reason()))
                 return
-            msg = rec.get("message")
+            kept.pop("message", None)
             if is_conv and not isinstance(msg, dict):
                 state.issues.append(
                     LoadIssue(
@@ -290,14 +373,7 @@ class ClaudeCodeReader:
             return
         if uuid in state.nodes:
             if is_conv or is_boundary:
-                first = state.nodes[uuid]
-                state.issues.append(
-                    LoadIssue(
-                        file=self.file,
-                        line=line_no,
-                        reason=f"duplicate uuid {short(uuid)} (first at line {first.line}); kept the first",
-                    )
-                )
+                self._duplicate(line_no, uuid)
             return
         if is_conv or is_boundary:
             state.issues.extend(
@@ -311,8 +387,11 @@ class ClaudeCodeReader:
             line=line_no,
             order=self._count,
             sidechain=bool(rec.get("isSidechain")),
-            record=_slim(rec) if (is_conv or is_boundary) else None,
+            record=kept,
         )
+        if is_conv:
+            assert isinstance(msg, dict)
+            _read_message(node, msg, self._call_names)
         self._count += 1
         state.nodes[uuid] = node
         state.order.append(uuid)
@@ -413,20 +492,18 @@ class ClaudeCodeReader:
             if n.type not in CONVERSATION_TYPES or _is_api_error(n):
                 return None
             if n.type == "assistant":
-                rid = _response_id(n.record)
+                rid = n.rid
                 if rid is None:
                     return None
                 rid_delta[rid] -= 1
         for n in path:
-            if n.type == "assistant" and n.record is not None and (rid := _response_id(n.record)):
+            if n.type == "assistant" and n.record is not None and (rid := n.rid):
                 rid_delta[rid] += 1
         if any(built.rid_count[r] + d <= 0 for r, d in rid_delta.items() if d < 0):
             return None  # a response would leave the chain, and the tool calls that came with it
         path_ids = {n.uuid for n in path}
         add_rids = {r for r, d in rid_delta.items() if d > 0 and built.rid_count[r] <= 0}
-        add_calls = {
-            c for n in path if n.type == "assistant" and n.record is not None for c in _call_ids(n.record)
-        }
+        add_calls = {c for n in path if n.type == "assistant" and n.record is not None for c in _call_ids(n)}
         members = {n.uuid for n in path if n.record is not None}
         users: list[_Node] = []
         for n in conv:
@@ -434,27 +511,27 @@ class ClaudeCodeReader:
                 continue
             assert n.record is not None
             if n.type == "assistant":
-                rid = _response_id(n.record)
+                rid = n.rid
                 if rid is None or not (rid in built.chain_rids or rid in add_rids):
                     return None
                 members.add(n.uuid)
-                add_calls.update(_call_ids(n.record))
+                add_calls.update(_call_ids(n))
             else:
                 users.append(n)
         for n in users + [n for n in dropped if n.type == "user" and n.record is not None]:
             assert n.record is not None
             if n.file is not None and n.parent in built.members:
                 continue  # hook output recovered from a compaction call, after its tool result
-            answers = _answers(n.record)
+            answers = _answers(n)
             if not answers or not all(a in built.chain_calls or a in add_calls for a in answers):
                 return None
             members.add(n.uuid)
         for n in built.strays:
             assert n.record is not None
-            if n.type == "assistant" and _response_id(n.record) in add_rids:
+            if n.type == "assistant" and n.rid in add_rids:
                 return None
             if n.type == "user":
-                answers = _answers(n.record)
+                answers = _answers(n)
                 if answers and all(a in built.chain_calls or a in add_calls for a in answers):
                     return None
         # from here on, `built` is changed into the extended build
@@ -478,7 +555,7 @@ class ClaudeCodeReader:
         touched: set[int] = set()
         for n in new:
             if n.uuid in members:  # new lines only: the old ones the chain now runs through are read
-                gi = acc.take(n, self._memo)
+                gi = acc.take(n)
                 if gi is not None:
                     touched.add(gi)
         messages = list(old.messages)
@@ -560,20 +637,19 @@ def _with_recovered_context(state: _State, calls: list[Path]) -> _State:
             anchor = state.nodes.get(parent)
             if anchor is None or anchor.sidechain or not isinstance(rec.get("message"), dict):
                 continue
-            slim = _slim(dict(rec))  # the call's records are cached: never changed
-            slim["isSidechain"] = False
-            slim["_recovered"] = True
-            extra[parent].append(
-                _Node(
-                    uuid=uuid,
-                    parent=parent,
-                    type="user",
-                    line=line_no,
-                    order=anchor.order,
-                    record=slim,
-                    file=str(call),
-                )
+            kept = _kept(rec)  # a new dict: the call's records are cached, never changed
+            kept["_recovered"] = True
+            node = _Node(
+                uuid=uuid,
+                parent=parent,
+                type="user",
+                line=line_no,
+                order=anchor.order,
+                record=kept,
+                file=str(call),
             )
+            _read_message(node, rec["message"], {})  # results are named when the ledger is read
+            extra[parent].append(node)
     if not extra:
         return state
     nodes = dict(state.nodes)
@@ -627,6 +703,16 @@ def _media(block: dict[str, Any]) -> MediaBlock:
             size = len(data) * 3 // 4
     kind = "document" if block.get("type") == "document" else "image"
     return MediaBlock(type=kind, media_type=media_type, size_bytes=size)
+
+
+def _read_message(n: _Node, msg: dict[str, Any], call_names: dict[str, str]) -> None:
+    """A conversation line's message, read into its node (the long way)."""
+    n.blocks = tuple(_blocks(msg.get("content"), call_names))
+    n.usage = _usage(msg.get("usage")) if n.type == "assistant" else None
+    rid, model, stop = msg.get("id"), msg.get("model"), msg.get("stop_reason")
+    n.rid = rid if isinstance(rid, str) else None
+    n.model = model if isinstance(model, str) else None
+    n.stop = stop if isinstance(stop, str) else None
 
 
 def _blocks(content: Any, call_names: dict[str, str]) -> list[Block]:
@@ -785,32 +871,32 @@ def _source_for(rec: dict[str, Any], blocks: list[Block], first_task: bool) -> S
     return Source.of(SourceKind.CONVERSATION)
 
 
-def _answers(rec: dict[str, Any]) -> list[str]:
-    """The tool call ids a user line's tool_result blocks answer (empty if it holds anything else)."""
-    msg = rec.get("message")
-    content = msg.get("content") if isinstance(msg, dict) else None
-    if not isinstance(content, list) or not content:
+def _answers(n: _Node) -> list[str]:
+    """The tool call ids a user line's tool results answer (empty if it holds anything else)."""
+    blocks = n.blocks
+    if not blocks or not all(isinstance(b, ToolResultBlock) for b in blocks):
         return []
-    ids: list[str] = []
-    for b in content:
-        if not isinstance(b, dict) or b.get("type") != "tool_result":
-            return []
-        ids.append(str(b.get("tool_use_id", "")))
-    return ids
+    return [b.call_id for b in blocks if isinstance(b, ToolResultBlock)]
 
 
-def _response_id(rec: dict[str, Any]) -> str | None:
-    msg = rec.get("message")
-    mid = msg.get("id") if isinstance(msg, dict) else None
-    return mid if isinstance(mid, str) else None
+def _call_ids(n: _Node) -> list[str]:
+    return [b.id for b in n.blocks if isinstance(b, ToolCallBlock)]
 
 
-def _call_ids(rec: dict[str, Any]) -> list[str]:
-    msg = rec.get("message")
-    content = msg.get("content") if isinstance(msg, dict) else None
-    if not isinstance(content, list):
-        return []
-    return [str(b.get("id")) for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+def _named(blocks: tuple[Block, ...], call_names: dict[str, str]) -> tuple[Block, ...]:
+    """`blocks` with each tool result named by the call `call_names` holds for it (the calls of
+    `blocks` go in first, in order); the very tuple when every name already agrees."""
+    out: list[Block] | None = None
+    for i, b in enumerate(blocks):
+        if isinstance(b, ToolCallBlock):
+            call_names[b.id] = b.name
+        elif isinstance(b, ToolResultBlock):
+            name = call_names.get(b.call_id)
+            if name != b.tool_name:
+                if out is None:
+                    out = list(blocks)
+                out[i] = b.model_copy(update={"tool_name": name})
+    return blocks if out is None else tuple(out)
 
 
 @dataclass(slots=True)
@@ -828,8 +914,13 @@ _RequestFields = tuple[int, str, str | None, Usage | None, int, int, str | None,
 """(index, response message id, model, usage, segment, ledger length, timestamp, stop reason)."""
 
 
+_new_request = trusted(Request)
+_new_message = trusted(Message)
+_new_origin = trusted(Origin)
+
+
 def _request(f: _RequestFields) -> Request:
-    return Request(
+    return _new_request(
         index=f[0],
         response_id=f[1],
         model=f[2],
@@ -869,33 +960,31 @@ class _Acc:
             self.stop_by_rid.get(rid),
         )
 
-    def take(self, n: _Node, memo: _Memo) -> int | None:
+    def take(self, n: _Node) -> int | None:
         """Read one member line; the index of the group it joined or began (None: not a message)."""
         rec = n.record
         if rec is None or n.type not in CONVERSATION_TYPES:
             return None
-        msg = rec["message"]
-        parts = memo.parts_of(n, msg, self.call_names)
+        blocks = _named(n.blocks, self.call_names)
         if n.type == "assistant":
-            rid = _response_id(rec) or n.uuid
-            u = parts.usage
+            rid = n.rid or n.uuid
+            u = n.usage
             if u is not None:
                 prev = self.usage_by_rid.get(rid)
                 if prev is None or u.output > prev.output:
                     self.usage_by_rid[rid] = u
-            if isinstance(msg.get("model"), str):
-                self.model_by_rid[rid] = msg["model"]
-            if isinstance(msg.get("stop_reason"), str):
-                self.stop_by_rid[rid] = msg["stop_reason"]
+            if n.model is not None:
+                self.model_by_rid[rid] = n.model
+            if n.stop is not None:
+                self.stop_by_rid[rid] = n.stop
             gi = self.group_of_rid.get(rid)
             if gi is not None:
                 self.groups[gi].lines.append(n)
-                self.groups[gi].blocks.append(parts.blocks)
+                self.groups[gi].blocks.append(blocks)
                 return gi
             self.group_of_rid[rid] = len(self.groups)
-            self.groups.append(_Group([n], [parts.blocks], rid))
+            self.groups.append(_Group([n], [blocks], rid))
             return len(self.groups) - 1
-        blocks = parts.blocks
         is_human = (
             not rec.get("isMeta")
             and not rec.get("isCompactSummary")
@@ -1046,13 +1135,9 @@ class _Builder:
         leaf = self._leaf(sidechain_file)
         chain = self._chain(leaf) if leaf is not None else []
         on_chain = {n.uuid for n in chain}
-        chain_rids = {
-            rid
-            for n in chain
-            if n.record is not None and (rid := _response_id(n.record)) and n.type == "assistant"
-        }
+        chain_rids = {rid for n in chain if n.record is not None and (rid := n.rid) and n.type == "assistant"}
         chain_calls = {
-            c for n in chain if n.record is not None and n.type == "assistant" for c in _call_ids(n.record)
+            c for n in chain if n.record is not None and n.type == "assistant" for c in _call_ids(n)
         }
         # absorb parallel tool traffic beside the chain; the rest is an abandoned branch
         members: set[str] = set(on_chain)
@@ -1061,14 +1146,14 @@ class _Builder:
             if n.uuid in on_chain or not self._is_main(n, sidechain_file) or _is_api_error(n):
                 continue
             assert n.record is not None
-            if n.type == "assistant" and _response_id(n.record) in chain_rids:
+            if n.type == "assistant" and n.rid in chain_rids:
                 members.add(n.uuid)
-                chain_calls.update(_call_ids(n.record))
+                chain_calls.update(_call_ids(n))
             else:
                 stray.append(n)
         for n in stray:
             assert n.record is not None
-            answers = _answers(n.record) if n.type == "user" else []
+            answers = _answers(n) if n.type == "user" else []
             if answers and all(a in chain_calls for a in answers):
                 members.add(n.uuid)
         for n in stray:
@@ -1094,9 +1179,7 @@ class _Builder:
             self.built.chain_pos = {u: i for i, u in enumerate(self.built.chain)}
             self.built.on_chain = on_chain
             self.built.rid_count = Counter(
-                rid
-                for n in chain
-                if n.type == "assistant" and n.record is not None and (rid := _response_id(n.record))
+                rid for n in chain if n.type == "assistant" and n.record is not None and (rid := n.rid)
             )
             self.built.members = members
             self.built.chain_rids = chain_rids
@@ -1124,18 +1207,7 @@ class _Builder:
             ns.sort(key=lambda n: n.order)
             preview = ""
             for n in ns:
-                assert n.record is not None
-                msg = n.record.get("message")
-                c = msg.get("content") if isinstance(msg, dict) else None
-                text = (
-                    c
-                    if isinstance(c, str)
-                    else " ".join(
-                        str(b.get("text", "")) for b in c if isinstance(b, dict) and b.get("type") == "text"
-                    )
-                    if isinstance(c, list)
-                    else ""
-                )
+                text = " ".join(b.text for b in n.blocks if isinstance(b, TextBlock))
                 if text.strip():
                     preview = text.strip().splitlines()[0][:120]
                     break
@@ -1168,7 +1240,7 @@ class _Builder:
         start_orders = [order for order, _ in seg_starts]
         start_segments = [idx for _, idx in seg_starts]
         for n in ordered:
-            acc.take(n, memo)
+            acc.take(n)
         messages: list[Message] = []
         msg_segment: dict[str, int] = {}
         line_of_msg: dict[str, int] = {}
@@ -1372,8 +1444,7 @@ class _Builder:
                 and all(a is b for a, b in zip(hit_a[0], key, strict=True))
             ):
                 return hit_a[2]
-            msg = rec["message"]
-            m = Message(
+            m = _new_message(
                 id=n.uuid,
                 role=Role.ASSISTANT,
                 blocks=key[0] if len(key) == 1 else tuple(b for bs in key for b in bs),
@@ -1381,9 +1452,9 @@ class _Builder:
                 source=Source.of(SourceKind.CONVERSATION),
                 sidechain=n.sidechain,
                 agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
-                origin=Origin(file=self.file, line=n.line),
+                origin=_new_origin(file=self.file, line=n.line),
                 response_id=g.rid,
-                model=msg.get("model") if isinstance(msg.get("model"), str) else None,
+                model=n.model,
                 stop_reason=stop,
             )
             if memo.keep:
@@ -1393,7 +1464,7 @@ class _Builder:
         hit_u = memo.users.get(n.uuid)
         if hit_u is not None and hit_u[0] == g.first_task and hit_u[1] is blocks:
             return hit_u[2]
-        m = Message(
+        m = _new_message(
             id=n.uuid,
             role=Role.USER,
             blocks=blocks,
@@ -1401,7 +1472,7 @@ class _Builder:
             source=_source_for(rec, list(blocks), first_task=g.first_task),
             sidechain=n.sidechain,
             agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
-            origin=Origin(file=n.file or self.file, line=n.line),
+            origin=_new_origin(file=n.file or self.file, line=n.line),
             is_meta=bool(rec.get("isMeta")),
             is_summary=bool(rec.get("isCompactSummary")),
         )
@@ -1425,14 +1496,13 @@ class _Builder:
             roots[root].append(n)
         out: list[SubagentRef] = []
         for root, ns in roots.items():
-            rids = {_response_id(n.record) for n in ns if n.type == "assistant" and n.record is not None}
+            rids = {n.rid for n in ns if n.type == "assistant" and n.record is not None}
             agent = next(
                 (n.record.get("agentId") for n in ns if n.record is not None and n.record.get("agentId")),
                 None,
             )
-            first = ns[0].record or {}
-            msg = first.get("message")
-            desc = msg.get("content") if isinstance(msg, dict) else None
+            first = ns[0].blocks
+            desc = first[0].text if len(first) == 1 and isinstance(first[0], TextBlock) else None
             out.append(
                 SubagentRef(
                     agent_id=str(agent) if agent else f"inline-{root[:8]}",
@@ -1462,10 +1532,7 @@ def _preserved_uuids(rec: dict[str, Any]) -> list[str]:
 
 
 def _is_api_error(n: _Node) -> bool:
-    rec = n.record or {}
-    return bool(rec.get("isApiErrorMessage")) or (
-        isinstance(rec.get("message"), dict) and rec["message"].get("model") == "<synthetic>"
-    )
+    return n.model == "<synthetic>" or (n.record is not None and bool(n.record.get("isApiErrorMessage")))
 
 
 def _int(v: Any) -> int | None:
