@@ -240,7 +240,7 @@ class Pairing:
     def __init__(self, file: str, *, orphans: bool = True) -> None:
         self.file = file
         self.orphans = orphans
-        self._calls: list[tuple[str, ...]] = []
+        self._calls: list[list[str]] = []
         """Tool call ids of each message added, in order."""
         self._first: dict[str, tuple[int, Message]] = {}
         self._again: list[tuple[int, LoadIssue]] = []
@@ -260,21 +260,26 @@ class Pairing:
 
     def add(self, m: Message) -> None:
         i = len(self._calls)
-        calls = tuple(b.id for b in m.blocks if isinstance(b, ToolCallBlock))
+        calls: list[str] = []
+        results: list[str] = []
+        for b in m.blocks:
+            if isinstance(b, ToolCallBlock):
+                calls.append(b.id)
+            elif isinstance(b, ToolResultBlock):
+                results.append(b.call_id)
         self._calls.append(calls)
+        first_of = self._first
         for c in calls:
-            first = self._first.setdefault(c, (i, m))[1]
+            first = first_of.setdefault(c, (i, m))[1]
             if first is not m:
                 at = f" (first at line {first.origin.line})" if first.origin is not None else ""
                 self._again.append((i, self._issue(m, f"tool call id {short(c)!r} made again{at}")))
         if self.orphans:
             # a result whose call is known stays paired: a call is only forgotten with its message,
             # and the results after it with it
-            self._results.extend(
-                (i, b.call_id, m)
-                for b in m.blocks
-                if isinstance(b, ToolResultBlock) and b.call_id not in self._first
-            )
+            for call in results:
+                if call not in first_of:
+                    self._results.append((i, call, m))
 
     def truncate(self, n: int) -> None:
         """Forget the messages from position `n` on."""

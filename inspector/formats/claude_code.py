@@ -138,6 +138,8 @@ class _Node:
 class _State:
     nodes: dict[str, _Node] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    """The uuids of the nodes with a record (conversation and boundary lines), in file order."""
     issues: list[LoadIssue] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
     title: str | None = None
@@ -297,6 +299,7 @@ class ClaudeCodeReader:
         )
         self._count += 1
         state.order.append(uuid)
+        state.kept.append(uuid)
         return True
 
     def _duplicate(self, line_no: int, uuid: str) -> None:
@@ -395,6 +398,8 @@ class ClaudeCodeReader:
         self._count += 1
         state.nodes[uuid] = node
         state.order.append(uuid)
+        if kept is not None:
+            state.kept.append(uuid)
 
     def transcript(self) -> Transcript:
         """The transcript of everything fed so far (the partial last line is not included).
@@ -662,6 +667,7 @@ def _with_recovered_context(state: _State, calls: list[Path]) -> _State:
     return _State(
         nodes=nodes,
         order=order,
+        kept=[u for u in order if nodes[u].record is not None],
         issues=state.issues,
         skipped=state.skipped,
         title=state.title,
@@ -850,7 +856,7 @@ def _problems(rec: dict[str, Any], is_boundary: bool) -> list[str]:
     return out
 
 
-def _source_for(rec: dict[str, Any], blocks: list[Block], first_task: bool) -> Source:
+def _source_for(rec: dict[str, Any], blocks: tuple[Block, ...], first_task: bool) -> Source:
     if rec.get("isCompactSummary"):
         return Source.of(SourceKind.SUMMARY, "compaction summary")
     if rec.get("type") == "assistant":
@@ -1058,7 +1064,7 @@ class _Builder:
 
     def _leaf(self, sidechain_file: bool) -> _Node | None:
         nodes = self.s.nodes
-        for uuid in reversed(self.s.order):
+        for uuid in reversed(self.s.kept):
             n = nodes[uuid]
             if n.type in CONVERSATION_TYPES and self._is_main(n, sidechain_file) and not _is_api_error(n):
                 return n
@@ -1130,7 +1136,7 @@ class _Builder:
         None to look for none (a subagent's own file)."""
         s = self.s
         nodes = s.nodes
-        conv = [nodes[u] for u in s.order if nodes[u].type in CONVERSATION_TYPES]
+        conv = [nodes[u] for u in s.kept if nodes[u].type in CONVERSATION_TYPES]
         sidechain_file = bool(conv) and all(n.sidechain for n in conv)
         leaf = self._leaf(sidechain_file)
         chain = self._chain(leaf) if leaf is not None else []
@@ -1160,7 +1166,7 @@ class _Builder:
             if n.file is not None and n.parent in members:
                 members.add(n.uuid)  # hook output recovered from a compaction call
         # boundaries on the chain, in chain order
-        ordered = [nodes[u] for u in s.order if u in members]
+        ordered = [nodes[u] for u in s.kept if u in members]  # (the other members hold no message)
         boundaries = [
             n for n in chain if n.record is not None and n.record.get("subtype") == "compact_boundary"
         ]
@@ -1469,7 +1475,7 @@ class _Builder:
             role=Role.USER,
             blocks=blocks,
             timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
-            source=_source_for(rec, list(blocks), first_task=g.first_task),
+            source=_source_for(rec, blocks, first_task=g.first_task),
             sidechain=n.sidechain,
             agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
             origin=_new_origin(file=n.file or self.file, line=n.line),
@@ -1485,7 +1491,7 @@ class _Builder:
         nodes = self.s.nodes
         roots: dict[str, list[_Node]] = defaultdict(list)
         root_of: dict[str, str] = {}
-        for u in self.s.order:
+        for u in self.s.kept:
             n = nodes[u]
             if not n.sidechain or n.type not in CONVERSATION_TYPES:
                 continue
