@@ -36,6 +36,8 @@ import orjson
 from msgspec import DecodeError
 
 from inspector.model import (
+    CONVERSATION,
+    TOOL_OUTPUT,
     AbandonedBranch,
     Block,
     EventKind,
@@ -71,7 +73,7 @@ from .base import (
     too_deep,
     too_deep_reason,
 )
-from .claude_code_lines import Line, decode, decode_line, too_deep_input
+from .claude_code_lines import Line, TypedMessage, decode, decode_line, too_deep_input
 from .claude_code_lines import blocks as typed_blocks
 from .claude_code_lines import usage as typed_usage
 
@@ -196,6 +198,7 @@ class ClaudeCodeReader:
         self._state = _State()
         self._count = 0
         self._memo = _Memo(keep=follow)
+        self._last_usage: tuple[object, Usage | None] | None = None
         self._call_names: dict[str, str] = {}
         """Tool call id -> name, of every call read so far (names results as they are read)."""
         self._built: _Built | None = None
@@ -292,7 +295,7 @@ class ClaudeCodeReader:
                 "agentId": line.agent_id,
             },
             blocks=typed_blocks(msg, self._call_names),
-            usage=typed_usage(msg) if rtype == "assistant" else None,
+            usage=self._usage(msg) if rtype == "assistant" else None,
             rid=msg.id,
             model=msg.model,
             stop=msg.stop_reason,
@@ -301,6 +304,19 @@ class ClaudeCodeReader:
         state.order.append(uuid)
         state.kept.append(uuid)
         return True
+
+    def _usage(self, msg: TypedMessage) -> Usage | None:
+        """`typed_usage(msg)`; the same object as the line before's when the figures are the same
+        (the lines of one response mostly repeat its usage)."""
+        u = msg.usage
+        if u is None:
+            return None
+        last = self._last_usage
+        if last is not None and last[0] == u:
+            return last[1]
+        made = typed_usage(msg)
+        self._last_usage = (u, made)
+        return made
 
     def _duplicate(self, line_no: int, uuid: str) -> None:
         first = self._state.nodes[uuid]
@@ -860,9 +876,9 @@ def _source_for(rec: dict[str, Any], blocks: tuple[Block, ...], first_task: bool
     if rec.get("isCompactSummary"):
         return Source.of(SourceKind.SUMMARY, "compaction summary")
     if rec.get("type") == "assistant":
-        return Source.of(SourceKind.CONVERSATION)
+        return CONVERSATION
     if blocks and all(isinstance(b, ToolResultBlock | MediaBlock) for b in blocks):
-        return Source.of(SourceKind.TOOL_OUTPUT)
+        return TOOL_OUTPUT
     text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
     if rec.get("_recovered"):
         return Source.of(SourceKind.CONVERSATION, "hook output (recovered from the compaction call)")
@@ -874,7 +890,7 @@ def _source_for(rec: dict[str, Any], blocks: tuple[Block, ...], first_task: bool
         return Source.of(SourceKind.CONVERSATION, "injected by the harness")
     if first_task:
         return Source.of(SourceKind.TASK, "first user task")
-    return Source.of(SourceKind.CONVERSATION)
+    return CONVERSATION
 
 
 def _answers(n: _Node) -> list[str]:
@@ -1455,7 +1471,7 @@ class _Builder:
                 role=Role.ASSISTANT,
                 blocks=key[0] if len(key) == 1 else tuple(b for bs in key for b in bs),
                 timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
-                source=Source.of(SourceKind.CONVERSATION),
+                source=CONVERSATION,
                 sidechain=n.sidechain,
                 agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
                 origin=_new_origin(file=self.file, line=n.line),

@@ -91,11 +91,11 @@ class _ToolResult(Struct, tag="tool_result"):
     is_error: bool | None = None
 
 
-class _Details(Struct):
+class _Details(Struct, frozen=True):
     thinking_tokens: Tokens | None = None
 
 
-class _Usage(Struct):
+class _Usage(Struct, frozen=True):
     input_tokens: Tokens | None = None
     cache_creation_input_tokens: Tokens | None = None
     cache_read_input_tokens: Tokens | None = None
@@ -131,6 +131,7 @@ class Line(Struct, rename="camel"):
     agent_id: str | None = None
 
 
+TypedMessage = _Message
 decode = msgspec.json.Decoder(Line).decode
 """A line in the usual shape; raises `msgspec.DecodeError` (or RecursionError) for any other."""
 INPUT_DEPTH = MAX_DEPTH - 4
