@@ -314,9 +314,9 @@ class Replay:
 
     def harness_estimates(self) -> list[int]:
         """What the policy's harness estimated before each request (index 0 is request 1)."""
-        from inspector.tokens.harness import harness_estimates
+        from inspector.tokens.harness import harness_tokens
 
-        return [e.tokens for e in harness_estimates(self.transcript, self.policy)]
+        return list(harness_tokens(self.transcript, self.policy))
 
     def report(self, step: int | None = None, compare_with: str | Policy | None = None) -> Report:
         from inspector.replay.fidelity import fidelity

@@ -36,8 +36,7 @@ from inspector.shaping.policy import SUMMARIZING_LAYERS
 from inspector.tokens.calibration import CalibratedEstimator
 from inspector.tokens.harness import (
     ESTIMATORS,
-    HarnessEstimate,
-    harness_estimates,
+    harness_tokens,
     harness_window,
     is_compaction_call,
     segment_end_estimates,
@@ -140,7 +139,8 @@ class _Context:
         self.policy = replay.policy
         self.budget = replay.budget
         self.spec = ESTIMATORS[self.policy.trigger_estimator]
-        self.est: tuple[HarnessEstimate, ...] = harness_estimates(self.tr, self.policy)
+        self.est: tuple[int, ...] = harness_tokens(self.tr, self.policy)
+        """The harness's estimate before each request (index 0 is request 1)."""
         self.ends = segment_end_estimates(self.tr, self.policy)
 
     def over(self, value: int) -> bool:
@@ -153,6 +153,9 @@ class _Context:
         armed = True
         seg: int | None = None
         prev: int | None = None
+        est = self.est
+        t = self.budget.trigger
+        at_or_above = self.spec.at_or_above
         for req in tr.requests:
             k = req.index
             if seg is not None and req.segment != seg:
@@ -163,8 +166,8 @@ class _Context:
                 armed = True
                 prev = None
             seg = req.segment
-            value = self.est[k - 1].tokens
-            if self.over(value):
+            value = est[k - 1]
+            if value >= t if at_or_above else value > t:  # `self.over(value)`, written out
                 if armed:
                     sims.append(_Sim(decision_point(tr, k - 1), value, prev, seg))
                 armed = False
@@ -184,12 +187,12 @@ class _Context:
         """The harness's figure when deciding right after request d (segment `seg`'s ledger)."""
         n = len(self.tr.requests)
         if d + 1 <= n and self.tr.request(d + 1).segment == seg:
-            return self.est[d].tokens
+            return self.est[d]
         return self.ends[seg].tokens if seg < len(self.ends) else None
 
     def previous_figure(self, d: int, seg: int) -> int | None:
         if 1 <= d <= len(self.tr.requests) and self.tr.request(d).segment == seg:
-            return self.est[d - 1].tokens
+            return self.est[d - 1]
         return None
 
     def calibrated_after(self, d: int, seg: int) -> int | None:
@@ -335,9 +338,9 @@ def _layer_event(ctx: _Context, e: RecordedEvent) -> FidelityEvent:
         simulated_after_request=found,
         match=match,
         counted=counted,
-        harness_estimate=ctx.est[k - 1].tokens if k >= 1 else None,
+        harness_estimate=ctx.est[k - 1] if k >= 1 else None,
         calibrated=ctx.replay.calibration.context(k) if k >= 1 else None,
-        previous_harness_estimate=ctx.est[k - 2].tokens if k >= 2 else None,
+        previous_harness_estimate=ctx.est[k - 2] if k >= 2 else None,
         threshold=ctx.budget.trigger,
         pre_tokens=e.pre_tokens,
         context=ctx.reported(a),

@@ -176,9 +176,13 @@ def resolve_window(
     if stated is not None:
         return stated, "transcript"
     if observed is None:
-        observed = max((r.usage.context for r in transcript.requests if r.usage), default=0)
+        observed = max([u.context for r in transcript.requests if (u := r.usage) is not None], default=0)
     found = model_window(transcript.model, observed)
     return (found, "model") if found is not None else (None, "unknown")
+
+
+_ROLE_NAMES = {role: role.value for role in Role}
+"""Role -> its value (read from an enum member, `.value` is slow in a loop over every message)."""
 
 
 def _message_counts(transcript: Transcript) -> tuple[dict[str, int], dict[str, int]]:
@@ -195,7 +199,8 @@ def _message_counts(transcript: Transcript) -> tuple[dict[str, int], dict[str, i
                 results = True
             elif type(b) is ToolCallBlock:
                 others = True
-                tools[b.name] = tools.get(b.name, 0) + 1
+                name = b.name
+                tools[name] = tools.get(name, 0) + 1
             elif type(b) is TextBlock or type(b) is ReasoningBlock:
                 others = True
             elif type(b) is not MediaBlock:
@@ -206,12 +211,13 @@ def _message_counts(transcript: Transcript) -> tuple[dict[str, int], dict[str, i
                 if isinstance(b, ToolCallBlock):
                     tools[b.name] = tools.get(b.name, 0) + 1
         # `Message.is_tool_result`: tool results, with nothing but media beside them
-        if m.role is user and results and not others:
+        role = m.role
+        if role is user and results and not others:
             key = "tool_result"
         elif m.is_summary:
             key = "summary"
         else:
-            key = m.role.value
+            key = _ROLE_NAMES[role]
         roles[key] = roles.get(key, 0) + 1
     # as `Counter.most_common()` orders them: by count, ties in the order first seen
     return dict(sorted(roles.items())), dict(sorted(tools.items(), key=itemgetter(1), reverse=True))

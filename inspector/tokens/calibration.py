@@ -73,9 +73,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from itertools import repeat
-from operator import itemgetter, mul, sub
-from typing import Literal
+from operator import itemgetter, mul
+from typing import Any, Literal
+
+import orjson
 
 from inspector.model import (
     EventKind,
@@ -251,7 +252,11 @@ def _bounds(name: str) -> tuple[float, float]:
         return (0.0, math.inf)
     if name.startswith(_OFFSETS):
         return (-0.8, 3.0)
-    return (-math.inf, math.inf)
+    return _FREE
+
+
+_FREE = (-math.inf, math.inf)
+"""The bounds of a coefficient kept within none."""
 
 
 _dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
@@ -261,6 +266,58 @@ _dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 def block_text(block: ToolCallBlock) -> str:
     args = block.arguments
     return f"{block.name} {args if isinstance(args, str) else _dumps(args)}"
+
+
+_SCALARS = frozenset((str, int, bool, type(None)))
+"""The exact types of the JSON scalars orjson writes as `json.dumps` does."""
+
+
+def _separators(value: dict[str, Any] | list[Any]) -> int | None:
+    """How many `", "` and `": "` `json.dumps` writes in `value` (a space each beyond the compact
+    text), where `value` holds nothing but strings, integers, booleans, None, lists and dicts (exact
+    types: JSON whose orjson text is `json.dumps`'s but for those spaces); None where it may not."""
+    n = len(value)
+    if type(value) is dict:
+        seps = n + n - 1 if n else 0
+        items: Any = value.values()
+    else:
+        seps = n - 1 if n else 0
+        items = value
+    for v in items:
+        t = type(v)
+        if t in _SCALARS:
+            continue
+        if t is dict or t is list:
+            inner = _separators(v)
+            if inner is not None:
+                seps += inner
+                continue
+        return None
+    return seps
+
+
+def _ascii_call(block: ToolCallBlock) -> tuple[int, int] | None:
+    """(characters, line breaks as `_parts` counts them) of `block_text(block)` where that text is
+    ASCII and its arguments a dict orjson writes as `json.dumps` does (but for the spaces after
+    separators, and the order of keys: neither moves a character of a string), without writing
+    it; None elsewhere (then the text is written)."""
+    args = block.arguments
+    name = block.name
+    if type(args) is not dict or not name.isascii():
+        return None
+    try:
+        seps = _separators(args)
+        if seps is None:
+            return None
+        out = orjson.dumps(args)
+    except (TypeError, RecursionError):  # TypeError: orjson.JSONEncodeError
+        return None
+    if not out.isascii():
+        return None
+    # an escaped line break is within a string: the spaces, the key order and the space after
+    # the name split none; a raw one can only be in the name (json escapes them)
+    lines = name.count("\\n") + name.count("\n") + out.count(b"\\n")
+    return len(name) + 1 + len(out) + seps, lines
 
 
 class Parts:
@@ -353,6 +410,28 @@ def _tool_names(tool: str) -> tuple[str, str]:
 
 _TOOL_NAMES: dict[str, tuple[str, str]] = {}
 _THIRDS = ASCII_CHARS_PER_TOKEN
+_USER = Role.USER
+_ASSISTANT = Role.ASSISTANT
+
+_RESULT, _MEDIA, _TEXT, _CALL, _REASONING_BLOCK, _OTHER = range(6)
+_KINDS: dict[type, int] = {}
+"""Block class -> what `_parts` sees it as (the first of its checks the class passes)."""
+
+
+def _kind(block: object) -> int:
+    """What `_parts` sees `block` as, looked up by class (each class checked once)."""
+    t = type(block)
+    kind = _KINDS.get(t)
+    if kind is None:
+        kind = _KINDS[t] = next(
+            (
+                i
+                for i, c in enumerate((ToolResultBlock, MediaBlock, TextBlock, ToolCallBlock, ReasoningBlock))
+                if isinstance(block, c)
+            ),
+            _OTHER,
+        )
+    return kind
 
 
 def _parts(
@@ -366,14 +445,19 @@ def _parts(
     `thirds`: `size` is `heuristic_tokens` (then ASCII texts are sized here, without the call)."""
     x: Features = {}
     get = x.get
-    response = message.role is Role.ASSISTANT
+    response = message.role is _ASSISTANT
     thinking = False
     blocks = 0
     results = 0
     others = 0  # blocks that are neither tool results nor media
+    kinds = _KINDS
     for b in message.blocks:
         blocks += 1
-        if isinstance(b, ToolResultBlock):
+        kind = kinds.get(type(b))
+        if kind is None:
+            kind = _kind(b)
+        if kind == _RESULT:
+            assert isinstance(b, ToolResultBlock)
             results += 1
             content = b.content
             n = -(-len(content) // _THIRDS) if thirds and content.isascii() else size(content)
@@ -391,20 +475,28 @@ def _parts(
             if b.media:
                 x["media"] = get("media", 0.0) + b.media
             continue
-        if isinstance(b, MediaBlock):
+        if kind == _MEDIA:
             x["media"] = get("media", 0.0) + 1
             continue
         others += 1
-        if isinstance(b, TextBlock):
+        if kind == _TEXT:
+            assert isinstance(b, TextBlock)
             text = b.text
             n = -(-len(text) // _THIRDS) if thirds and text.isascii() else size(text)
             if n:
                 name = "out_text" if response else "text"
                 x[name] = get(name, 0.0) + n
-        elif isinstance(b, ToolCallBlock):
-            text = block_text(b) if call_text is None else call_text(b)
-            n = -(-len(text) // _THIRDS) if thirds and text.isascii() else size(text)
-            lines = text.count("\\n") + text.count("\n")
+        elif kind == _CALL:
+            assert isinstance(b, ToolCallBlock)
+            shape = _ascii_call(b) if thirds and call_text is None else None
+            if shape is not None:
+                chars, lines = shape
+                n = -(-chars // _THIRDS)
+            else:
+                text = block_text(b) if call_text is None else call_text(b)
+                n = -(-len(text) // _THIRDS) if thirds and text.isascii() else size(text)
+                chars = len(text)
+                lines = text.count("\\n") + text.count("\n")
             if response:
                 if n:
                     x["out_call"] = get("out_call", 0.0) + n
@@ -418,11 +510,12 @@ def _parts(
             else:
                 if n:
                     x["tool_call"] = get("tool_call", 0.0) + n
-                if text:
-                    x["tool_call_chars"] = get("tool_call_chars", 0.0) + len(text)
+                if chars:
+                    x["tool_call_chars"] = get("tool_call_chars", 0.0) + chars
                 if lines:
                     x["tool_call_lines"] = get("tool_call_lines", 0.0) + lines
-        elif isinstance(b, ReasoningBlock):
+        elif kind == _REASONING_BLOCK:
+            assert isinstance(b, ReasoningBlock)
             thinking = True
             think_name, sig_name = _REASONING[response]
             text = b.text
@@ -439,7 +532,7 @@ def _parts(
         x["block"] = float(blocks)
         x["message"] = 1.0
     # `not message.is_tool_result`: not only tool results (and media) with at least one result
-    human = message.role is Role.USER and (others > 0 or results == 0)
+    human = message.role is _USER and (others > 0 or results == 0)
     return Parts(x, human, thinking, response)
 
 
@@ -536,7 +629,8 @@ class CostModel(Coefficients):
         `robust=False` for a hard fact rather than a noisy difference (a report smaller than the
         messages it held, as estimated). `unseen`: `y` may hold content the transcript does not
         (see `UNSEEN_SHARE`)."""
-        nz = [(self._ensure(n), v) for n, v in x.items() if v]
+        index = self.index
+        nz = [(index[n] if n in index else self._ensure(n), v) for n, v in x.items() if v]
         if not nz:
             return
         theta, P = self.theta, self.P
@@ -570,14 +664,22 @@ class CostModel(Coefficients):
         w *= (NOISE_SD / noise) ** 2
         denom = 1.0 / w + xpx
         coef, names, bounds = self._coef, self.names, self.bounds
-        for i, p in enumerate(px):
-            ki = p / denom
+        # Row i of P becomes [pij - ki * pj for pij, pj in zip(P[i], px)] where ki is not zero.
+        # Where pj is zero that leaves pij as it is (P never holds -0.0: it starts with none, and
+        # a difference is -0.0 only from one), unless ki is not finite: then every column.
+        live = [j for j, pj in enumerate(px) if pj]
+        cols = live if all(map(math.isfinite, px)) else range(len(px))
+        pcols = [px[j] for j in cols]
+        for i in live:
+            ki = px[i] / denom
             if ki:
                 theta[i] += ki * err
-                # P[i] = [pij - ki * pj for pij, pj in zip(P[i], px)], at C speed
-                P[i] = list(map(sub, P[i], map(mul, repeat(ki), px)))
-                lo, hi = bounds[i]
-                coef[names[i]] = min(max(theta[i], lo), hi)  # `_clamp`, without the call
+                row = P[i]
+                for j, pj in zip(cols, pcols, strict=True):
+                    row[j] -= ki * pj
+                b = bounds[i]
+                # `_clamp`, without the call (nothing to clamp within `_FREE`)
+                coef[names[i]] = theta[i] if b is _FREE else min(max(theta[i], b[0]), b[1])
         self.n += 1
 
 
@@ -721,14 +823,20 @@ class Calibration:
         self._parts: dict[str, Parts] = {}
         self._local: dict[str, int] = {}
         self._versions: dict[str, _Versions] = {}
+        """Message id -> its weights (read them after `_flush`)."""
+        self._log: list[tuple[str, int, int]] = []
+        """(id, request, weight) set by the pass and not yet in `_versions` and `_changes`, in
+        order: the pass only writes them, so they are filed when first read (`_flush`)."""
         self._steps: list[_Step] = [_Step() for _ in transcript.requests]
         self._weights_cache: dict[int, dict[str, int]] = {}
         self._totals: dict[int, int] = {}
         self._positions: dict[int, tuple[Segment, dict[str, int] | None]] = {}
         """Request -> the sum of its ledger's weights (overhead included), where already known."""
         self._changes: dict[int, list[str]] = {}
-        """Request -> ids whose weight was (re)set at it (for stepping the weights forward)."""
-        self._models: list[Coefficients] | None = None
+        """Request -> ids whose weight was (re)set at it (for stepping the weights forward; read
+        it after `_flush`)."""
+        self._models: list[Coefficients] = []
+        """`model_at` of the requests up to len(_models) (extended as the pass goes on)."""
         self._changed: dict[int, tuple[Message, Estimator | None, Features | None, int]] = {}
         """id(message) -> `_changed_entry` of messages sized as changed."""
         self._spent: list[int] = []
@@ -755,16 +863,39 @@ class Calibration:
         The pass runs on demand and stops where asked: a question about request k needs only
         the requests up to it (the pass never changes what it decided before), so a report that
         reads the providers' own figures never runs it, and one that looks at request 30 of 7,000
-        runs 30. Going on later from where it stopped gives what one whole pass gives."""
+        runs 30. Going on later from where it stopped gives what one whole pass gives. Only the
+        messages the pass reaches are sized (those of the ledgers of the requests it runs)."""
         if k <= self._done:
             return
         with _paused_gc():
+            self._prefetch_sizes(self._reached(self._done, k))
             if self._run is None:
-                self._prefetch_sizes()
                 self._run = _DeltaRun(self)
             self._run.run(start=self._done, stop=k)
         self._done = k
-        self._models = None
+
+    def _reached(self, start: int, stop: int) -> list[Message]:
+        """The messages not sized yet of the ledgers of requests `start` + 1 to `stop`: what the
+        pass over them reads (each ledger's messages past the request before's, in ledger order)."""
+        tr = self.transcript
+        requests = tr.requests
+        by_id = tr._index()
+        parts = self._parts
+        out: list[Message] = []
+        seg, seen = -1, 0
+        if start:
+            seg, seen = requests[start - 1].segment, requests[start - 1].ledger_len
+        ids: Sequence[str] = tr.segments[seg].message_ids if seg >= 0 else ()
+        for r in requests[start:stop]:
+            if r.segment != seg:
+                seg, seen = r.segment, 0
+                ids = tr.segments[seg].message_ids
+            if r.ledger_len > seen:
+                for mid in ids[seen : r.ledger_len]:
+                    if mid not in parts and (m := by_id.get(mid)) is not None:
+                        out.append(m)
+                seen = r.ledger_len
+        return out
 
     @property
     def strip_thinking(self) -> bool:
@@ -831,15 +962,9 @@ class Calibration:
             if mid not in held:
                 new._parts.pop(mid, None)
                 new._local.pop(mid, None)
-        parts = new._parts
-        new._prefetch_sizes(
-            [
-                m
-                for seg in transcript.segments[last.segment :]
-                for mid in seg.message_ids
-                if mid not in parts and (m := index.get(mid)) is not None
-            ]
-        )
+        # (the messages not sized are sized as the pass reaches them: `_upto`)
+        self._flush()
+        new._log = []
         # weights set from here on are of the current segment's messages and the overhead
         new._versions = dict(self._versions)
         for mid in (OVERHEAD_ID, *transcript.segments[last.segment].message_ids):
@@ -851,7 +976,7 @@ class Calibration:
         new._weights_cache = {}
         new._totals = {}
         new._positions = {}
-        new._models = None
+        new._models = []
         new._changed = {}
         # spend: kept up to the last old request (whose output may still have grown)
         new._spent = self._spent[: n - 1]
@@ -867,8 +992,8 @@ class Calibration:
         return new
 
     def _prefetch_sizes(self, messages: Sequence[Message] | None = None) -> None:
-        """Size every block once: in one batch when the estimator can batch (tiktoken), else
-        text by text in a single pass over each message."""
+        """Size every block of `messages` (default: the transcript's) once: in one batch when the
+        estimator can batch (tiktoken), else text by text in a single pass over each message."""
         msgs = self.transcript.messages if messages is None else messages
         parts = self._parts
         # the last message with an id wins, as in `{m.id: m for m in messages}`
@@ -921,16 +1046,28 @@ class Calibration:
         return v
 
     def _set(self, mid: str, k: int, v: int) -> None:
-        ver = self._versions.get(mid)
-        if ver is None:
-            self._versions[mid] = _Versions([k], [v])
-        else:
-            ver.set(k, v)
-        changes = self._changes.get(k)
-        if changes is None:
-            self._changes[k] = [mid]
-        else:
-            changes.append(mid)
+        """Record weight `v` of `mid` from request k on (filed by `_flush`)."""
+        self._log.append((mid, k, v))
+
+    def _flush(self) -> None:
+        """File the weights the pass set since the last call in `_versions` and `_changes`."""
+        log = self._log
+        if not log:
+            return
+        versions = self._versions
+        changes = self._changes
+        for mid, k, v in log:
+            ver = versions.get(mid)
+            if ver is None:
+                versions[mid] = _Versions([k], [v])
+            else:
+                ver.set(k, v)
+            ids = changes.get(k)
+            if ids is None:
+                changes[k] = [mid]
+            else:
+                ids.append(mid)
+        log.clear()
 
     def _cumulative_spend(self, start: int = 0) -> None:
         """Input plus output of every response, counted once, up to each request; from request
@@ -1035,6 +1172,7 @@ class Calibration:
         """`weights(k)`, cached and shared: callers must not change it."""
         self._check(k)
         self._upto(k)
+        self._flush()
         cached = self._weights_cache.get(k)
         if cached is None:
             if self.mode == "proportional":
@@ -1090,6 +1228,7 @@ class Calibration:
     def _total_stepped(self, k: int) -> int | None:
         if k < 2 or self._lazy_positions(k) is None or self._lazy_positions(k - 1) is None:
             return None
+        self._flush()
         prev = self._totals.get(k - 1)
         if prev is None:
             return None
@@ -1135,6 +1274,7 @@ class Calibration:
         self._upto(k)
         if self._lazy_positions(k) is None:
             return self._weights_at(k)[mid]
+        self._flush()
         ver = self._versions.get(mid)
         v = ver.get(k) if ver is not None else None
         if mid == OVERHEAD_ID:
@@ -1214,14 +1354,13 @@ class Calibration:
         self._check(k)
         self._upto(k)
         models = self._models
-        if models is None:
-            last = Coefficients(ratio=PRIOR_RATIO.get(self.estimator.name, 1.0))
-            models = []
-            for step in self._steps:
+        if len(models) < k:
+            # the requests calibrated so far keep their models: only the new ones are looked at
+            last = models[-1] if models else Coefficients(ratio=PRIOR_RATIO.get(self.estimator.name, 1.0))
+            for step in self._steps[len(models) : k]:
                 if step.model is not None:
                     last = step.model
                 models.append(last)
-            self._models = models
         return models[k - 1]
 
     def ratios(self, k: int) -> dict[str, float]:
@@ -1297,9 +1436,9 @@ class _Pending:
 
 def _outputs(transcript: Transcript) -> dict[str, int]:
     return {
-        r.response_id: r.usage.output
+        rid: usage.output
         for r in transcript.requests
-        if r.response_id is not None and r.usage is not None
+        if (rid := r.response_id) is not None and (usage := r.usage) is not None
     }
 
 
@@ -1420,14 +1559,16 @@ class _DeltaRun:
             return _Pending(m, cost, 0.0, x, 0.0)
         out = self.outputs.get(mid)
         if out:
-            final = model.coef("final")
-            if out >= FINAL_FRACTION * (cost - final):  # the output predicted from what it shows
-                if self._learns(self.k, x, OUT_MATURE):
+            coef = model._coef  # `final` is a prior's: always there (`model.coef("final")`)
+            if out >= FINAL_FRACTION * (cost - coef["final"]):  # the output predicted from what it shows
+                k = self.k
+                # `self._learns(k, x, OUT_MATURE)`, written out
+                if k <= OUT_MATURE or k % STRIDE == 0 or not self.mature.issuperset(x):
                     output = p.output
                     model.update(output, float(out))
                     self._count(output)
                 think = max(0.0, out - model.predict(p.visible)) if p.thinking else 0.0
-                return _Pending(m, out + model.coef("final"), float(out), _FINAL_X, think)
+                return _Pending(m, out + coef["final"], float(out), _FINAL_X, think)
         think = 0.0
         if p.thinking:
             think = model.coef("out_thinking") * x.get("out_thinking", 0.0) + model.coef(
@@ -1485,7 +1626,9 @@ class _DeltaRun:
         steps = cal._steps
         parts = cal._parts
         model = self.model
+        coef_of = model._coef.__getitem__  # (the model's coefficients change in place)
         predict = self.predict
+        cleared = self.cleared
         st = self.state
         mi = st.mi
         seg = st.seg
@@ -1551,11 +1694,28 @@ class _DeltaRun:
             human_at = -1
             if added:
                 total = self.total
+                # reasoning of earlier turns: a new user turn may strip it
+                turns = not new_segment
+                human: str | None = None  # the last message added that starts a turn
                 for m in added:
                     mid = m.id
+                    p = parts.get(mid)
+                    if p is None:
+                        p = cal.parts(m)
+                    if turns and p.human:
+                        human = mid
                     if mid in cur:
                         continue  # preserved across a compaction: keeps its weight
-                    pm = predict(m)
+                    if p.response or mid in cleared:
+                        pm = predict(m)
+                    else:
+                        # `predict(m)` of any other message, written out
+                        x = p.x
+                        try:
+                            cost: float = sum(map(mul, map(coef_of, x), x.values()))
+                        except KeyError:  # a feature the model has not met yet
+                            cost = model.predict(x)
+                        pm = _Pending(m, cost, 0.0, x, 0.0)
                     pending[mid] = pm
                     w = round(pm.cost)
                     total += w
@@ -1565,13 +1725,8 @@ class _DeltaRun:
                         if pm.known:
                             self.think_known.add(mid)
                 self.total = total
-                # reasoning of earlier turns: a new user turn may strip it
-                if not new_segment:
-                    for m in reversed(added):
-                        p = parts.get(m.id)
-                        if (p if p is not None else cal.parts(m)).human:
-                            human_at = pos[m.id]
-                            break
+                if human is not None:
+                    human_at = pos[human]
             if human_at > 0 and self.think:
                 strip_ids = [
                     mid for mid, t in self.think.items() if t > 0 and stripped_to <= pos[mid] < human_at
@@ -1810,19 +1965,33 @@ class _DeltaRun:
                 na = ta + err * ua / su
                 nb = tb + err * ub / su
                 if na >= 0 and nb >= 0:
-                    self._settle(k, new, apportion(total, [na, nb]))
+                    s = na + nb
+                    if s > 0 and total >= 0:
+                        # `apportion(total, [na, nb])`, written out
+                        ra = total * na / s
+                        rb = total * nb / s
+                        fa = math.floor(ra)
+                        fb = math.floor(rb)
+                        rest = total - fa - fb
+                        if rest >= 2:
+                            fa += 1
+                            fb += 1
+                        elif rest == 1:
+                            if fa - ra <= fb - rb:
+                                fa += 1
+                            else:
+                                fb += 1
+                        self._settle(k, new, [fa, fb])
+                    else:
+                        self._settle(k, new, apportion(total, [na, nb]))
                     return
         self._settle(k, new, apportion(total, _targets(total, new)))
 
     def _settle(self, k: int, new: list[_Pending], ints: list[int]) -> None:
         """Record the weights `ints` of `new` from request k on."""
-        cal = self.cal
-        versions = cal._versions
+        log = self.cal._log
         cur = self.cur
         think = self.think
-        changes = cal._changes.get(k)
-        if changes is None:
-            changes = cal._changes[k] = []
         delta = 0
         for pm, w in zip(new, ints, strict=True):
             mid = pm.mid
@@ -1831,12 +2000,7 @@ class _DeltaRun:
             # `self._put(mid, w, k)`, written out
             delta += w - cur.get(mid, 0)
             cur[mid] = w
-            ver = versions.get(mid)
-            if ver is None:
-                versions[mid] = _Versions([k], [w])
-            else:
-                ver.set(k, w)
-            changes.append(mid)
+            log.append((mid, k, w))
         self.total += delta
 
     def _take_from_old(self, k: int, short: int, skip: set[str]) -> None:

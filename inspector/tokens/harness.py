@@ -28,11 +28,12 @@ believed it was about to send at k, before k's report was known:
   bytes/4 of the ledger.
 
 `harness_estimate(transcript, policy, k)` is the number; `harness_estimates(transcript, policy)`
-gives every request's `HarnessEstimate` with its parts (computed once per transcript and
-estimator, in one pass). At the first request of a segment that a compaction began, `tokens` is
-the estimate of the compacted ledger actually sent, and `before_compaction` the estimate of the
-old ledger as it stood when the harness decided to compact (for Claude Code's auto compaction in
-spotter `fa812bfe`: the recorded `preTokens`, 167,117, against 167,100 here).
+gives every request's `HarnessEstimate` with its parts, `harness_tokens(transcript, policy)` the
+numbers alone (computed once per transcript and estimator, in one pass). At the first request of
+a segment that a compaction began, `tokens` is the estimate of the compacted ledger actually
+sent, and `before_compaction` the estimate of the old ledger as it stood when the harness decided
+to compact (for Claude Code's auto compaction in spotter `fa812bfe`: the recorded `preTokens`,
+167,117, against 167,100 here).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any, Protocol
 
 import orjson
@@ -134,6 +136,10 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 """`json.dumps(value, separators=(",", ":"), ensure_ascii=False)`, without building an encoder per call."""
 
 
+_SCALARS = frozenset((str, int, bool, type(None)))
+"""The exact types of the JSON scalars orjson writes as `json.dumps` does."""
+
+
 def _plain(value: dict[str, Any] | list[Any]) -> bool:
     """Whether `value` holds nothing but strings, integers, booleans, None, lists and dicts (exact
     types): JSON whose orjson text is `json.dumps`'s. A float may not be (`1e-05` is `0.00001` to
@@ -141,7 +147,7 @@ def _plain(value: dict[str, Any] | list[Any]) -> bool:
     items: Iterable[Any] = value.values() if isinstance(value, dict) else value
     for v in items:
         t = type(v)
-        if t is str or t is int or t is bool or v is None:
+        if t in _SCALARS:
             continue
         if (t is dict or t is list) and _plain(v):
             continue
@@ -307,36 +313,52 @@ def is_compaction_call(transcript: Transcript, k: int) -> bool:
 class _RunningMedian:
     """The median of a growing multiset of integers, in O(log n) an addition and O(1) a median
     (a sorted list costs O(n) an insertion: quadratic over a long session). The median of an even
-    count is the floor of the mean of the two middle values."""
+    count is the floor of the mean of the two middle values. Values are put in the heaps when a
+    median is next asked for (a session whose outputs are all final never asks)."""
 
-    __slots__ = ("_high", "_low")
+    __slots__ = ("_high", "_low", "_new")
 
     def __init__(self) -> None:
         self._low: list[int] = []
         """The smaller half (one more when the count is odd), negated: a max-heap."""
         self._high: list[int] = []
         """The larger half: a min-heap."""
+        self._new: list[int] = []
+        """Values added since the last median, not yet in the heaps."""
 
     def __len__(self) -> int:
-        return len(self._low) + len(self._high)
+        return len(self._low) + len(self._high) + len(self._new)
 
     def add(self, value: int) -> None:
+        self._new.append(value)
+
+    def _file(self) -> None:
         low, high = self._low, self._high
-        if not low or value <= -low[0]:
-            heapq.heappush(low, -value)
-            if len(low) > len(high) + 1:
-                heapq.heappush(high, -heapq.heappop(low))
-        else:
-            heapq.heappush(high, value)
-            if len(high) > len(low):
-                heapq.heappush(low, -heapq.heappop(high))
+        for value in self._new:
+            if not low or value <= -low[0]:
+                heapq.heappush(low, -value)
+                if len(low) > len(high) + 1:
+                    heapq.heappush(high, -heapq.heappop(low))
+            else:
+                heapq.heappush(high, value)
+                if len(high) > len(low):
+                    heapq.heappush(low, -heapq.heappop(high))
+        self._new.clear()
 
     def median(self) -> int:
+        if self._new:
+            self._file()
         low, high = self._low, self._high
         if len(low) > len(high):
             return -low[0]
         return math.floor((-low[0] + high[0]) / 2)
 
+
+_Row = tuple[
+    int, str, int, str, "int | None", "int | None", "int | None", "int | None", bool, int, "int | None"
+]
+"""A `HarnessEstimate`'s fields, in order: what the pass makes per request (a tuple costs a
+fraction of a frozen dataclass; the estimates are made of them when first asked for)."""
 
 _Basis = tuple[int, int, int, int, "int | None"]
 """What estimates build on a report j: (j, its whole input, where what came after its response
@@ -454,7 +476,8 @@ class _Pass:
             before,
         )
 
-    def run(self) -> tuple[tuple[HarnessEstimate, ...], tuple[HarnessEstimate, ...]]:
+    def run(self) -> tuple[list[_Row], tuple[HarnessEstimate, ...]]:
+        """Every request's estimate (as `_Row`s) and every segment's end."""
         # `_estimate` and `_basis` written out inline for the requests of a segment: this loop
         # runs once per request of the session, and calls are most of what it would cost
         tr = self.tr
@@ -471,8 +494,7 @@ class _Pass:
         offsets = self._offsets
         sized = self.sized
         estimate = self._estimate
-        made = HarnessEstimate
-        out: list[HarnessEstimate] = []
+        out: list[_Row] = []
         ends: list[HarnessEstimate] = []
         seg = -1
         # the last report of this segment (`_Basis`): j None before any
@@ -503,7 +525,7 @@ class _Pass:
             if j is None or rough_only:
                 if end >= len(sums):
                     sums = self._sums(ids, end)
-                est = made(k, name, sums[end], "rough", None, None, None, None, False, 0, before)
+                est: _Row = (k, name, sums[end], "rough", None, None, None, None, False, 0, before)
             else:
                 output, stale = recorded, False
                 if rough is not None and recorded < rough:
@@ -513,7 +535,7 @@ class _Pass:
                     if end >= len(sums):
                         sums = self._sums(ids, end)
                     appended = sums[end] - sums[0 if start < 0 else (start if start < end else end)]
-                est = made(
+                est = (
                     k,
                     name,
                     context + output + appended,
@@ -564,10 +586,36 @@ class _Pass:
             old = segments[done].message_ids
             basis = (j, context, start, recorded, rough) if done == seg and j is not None else None
             ends.append(estimate(n, old, len(old), basis, None))
-        return tuple(out), tuple(ends)
+        return out, tuple(ends)
 
 
-_Result = tuple[tuple["HarnessEstimate", ...], tuple["HarnessEstimate", ...]]
+class _Result:
+    """One pass's figures: the rows, and the estimates and tokens made of them when first asked for."""
+
+    __slots__ = ("_estimates", "_rows", "_tokens", "ends")
+
+    def __init__(self, rows: list[_Row], ends: tuple[HarnessEstimate, ...]) -> None:
+        self._rows = rows
+        self.ends = ends
+        self._estimates: tuple[HarnessEstimate, ...] | None = None
+        self._tokens: tuple[int, ...] | None = None
+
+    @property
+    def estimates(self) -> tuple[HarnessEstimate, ...]:
+        got = self._estimates
+        if got is None:
+            made = HarnessEstimate
+            got = self._estimates = tuple([made(*row) for row in self._rows])
+        return got
+
+    @property
+    def tokens(self) -> tuple[int, ...]:
+        got = self._tokens
+        if got is None:
+            got = self._tokens = tuple(map(itemgetter(2), self._rows))
+        return got
+
+
 _CACHE: OrderedDict[tuple[int, str], tuple[weakref.ref[Transcript], int, int, _Result]] = OrderedDict()
 """(id(transcript), estimator) -> (a weak reference to the transcript, its request and message
 counts when computed, the result). Weak, so a cached transcript is not kept alive."""
@@ -589,7 +637,7 @@ def _computed(transcript: Transcript, policy: HasTriggerEstimator | str) -> _Res
     ):
         _CACHE.move_to_end(key)
         return hit[3]
-    result = _Pass(transcript, name).run()
+    result = _Result(*_Pass(transcript, name).run())
     _CACHE[key] = (weakref.ref(transcript), len(transcript.requests), len(transcript.messages), result)
     _CACHE.move_to_end(key)
     while len(_CACHE) > CACHE_SIZE:
@@ -606,7 +654,13 @@ def harness_estimates(
     pass and cached per transcript object and estimator; a transcript that grew (live) is
     computed again.
     """
-    return _computed(transcript, policy)[0]
+    return _computed(transcript, policy).estimates
+
+
+def harness_tokens(transcript: Transcript, policy: HasTriggerEstimator | str) -> tuple[int, ...]:
+    """Every request's harness estimate as a number (`HarnessEstimate.tokens`; index 0 is
+    request 1): what `harness_estimates` gives, without making the estimates (cached as they are)."""
+    return _computed(transcript, policy).tokens
 
 
 def segment_end_estimates(
@@ -618,7 +672,7 @@ def segment_end_estimates(
     compact (Claude Code's `preTokens`); for the last segment, what it would send next. Each
     `request` is the request that came next (len(requests) + 1 after the last one).
     """
-    return _computed(transcript, policy)[1]
+    return _computed(transcript, policy).ends
 
 
 def harness_estimate_detail(
@@ -665,6 +719,7 @@ __all__ = [
     "harness_estimate",
     "harness_estimate_detail",
     "harness_estimates",
+    "harness_tokens",
     "harness_window",
     "is_compaction_call",
     "segment_end_estimates",
