@@ -350,3 +350,38 @@ def test_opencollab_recorded_clearing_is_applied_like_a_microcompact() -> None:
     delta = rep.modes["delta"]
     assert delta.max_pct is not None and delta.max_pct < 3.0
     assert rep.best == "delta"
+
+
+def test_on_demand_pass_from_several_threads() -> None:
+    """The app asks from worker threads: asked at once from several, the pass still decides what one
+    whole pass does (it runs under a lock, once per request)."""
+    import random
+    import threading
+
+    tr = long_session(MATURE + 200)
+    n = len(tr.requests)
+    whole = calibrate(tr, HeuristicEstimator())
+    whole.predicted(n)
+    lazy = calibrate(tr, HeuristicEstimator())
+    got: dict[int, dict[str, int]] = {}
+    errors_seen: list[BaseException] = []
+
+    def ask(seed: int) -> None:
+        order = list(range(1, n + 1))
+        random.Random(seed).shuffle(order)
+        try:
+            for k in order[:120]:
+                w = lazy.weights(k)
+                lazy.model_at(k)
+                got.setdefault(k, w)
+        except BaseException as exc:
+            errors_seen.append(exc)
+
+    threads = [threading.Thread(target=ask, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors_seen
+    assert got and all(w == whole.weights(k) for k, w in got.items())
+    assert_same_calibration(lazy, whole, tr, "threads")

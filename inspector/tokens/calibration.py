@@ -69,6 +69,7 @@ import bisect
 import gc
 import json
 import math
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -824,6 +825,8 @@ class Calibration:
         self._local: dict[str, int] = {}
         self._versions: dict[str, _Versions] = {}
         """Message id -> its weights (read them after `_flush`)."""
+        self._lock = threading.RLock()
+        """Held while the pass runs or what it set is filed: the app asks from several threads."""
         self._log: list[tuple[str, int, int]] = []
         """(id, request, weight) set by the pass and not yet in `_versions` and `_changes`, in
         order: the pass only writes them, so they are filed when first read (`_flush`)."""
@@ -867,12 +870,14 @@ class Calibration:
         messages the pass reaches are sized (those of the ledgers of the requests it runs)."""
         if k <= self._done:
             return
-        with _paused_gc():
+        with self._lock, _paused_gc():
+            if k <= self._done:
+                return  # another thread ran it meanwhile
             self._prefetch_sizes(self._reached(self._done, k))
             if self._run is None:
                 self._run = _DeltaRun(self)
             self._run.run(start=self._done, stop=k)
-        self._done = k
+            self._done = k
 
     def _reached(self, start: int, stop: int) -> list[Message]:
         """The messages not sized yet of the ledgers of requests `start` + 1 to `stop`: what the
@@ -950,6 +955,7 @@ class Calibration:
             return None
         new = Calibration.__new__(Calibration)
         new.__dict__.update(self.__dict__)
+        new._lock = threading.RLock()
         new.transcript = transcript
         # sizes: messages not in the last ledger may have changed (a response still streaming);
         # the others are kept (copied whole and the few stale ones taken out: no pass per message)
@@ -1051,9 +1057,12 @@ class Calibration:
 
     def _flush(self) -> None:
         """File the weights the pass set since the last call in `_versions` and `_changes`."""
-        log = self._log
-        if not log:
+        if not self._log:
             return
+        with self._lock:
+            self._file(self._log)
+
+    def _file(self, log: list[tuple[str, int, int]]) -> None:
         versions = self._versions
         changes = self._changes
         for mid, k, v in log:
@@ -1355,12 +1364,13 @@ class Calibration:
         self._upto(k)
         models = self._models
         if len(models) < k:
-            # the requests calibrated so far keep their models: only the new ones are looked at
-            last = models[-1] if models else Coefficients(ratio=PRIOR_RATIO.get(self.estimator.name, 1.0))
-            for step in self._steps[len(models) : k]:
-                if step.model is not None:
-                    last = step.model
-                models.append(last)
+            with self._lock:
+                # the requests calibrated so far keep their models: only the new ones are looked at
+                last = models[-1] if models else Coefficients(ratio=PRIOR_RATIO.get(self.estimator.name, 1.0))
+                for step in self._steps[len(models) : k]:
+                    if step.model is not None:
+                        last = step.model
+                    models.append(last)
         return models[k - 1]
 
     def ratios(self, k: int) -> dict[str, float]:
