@@ -214,6 +214,7 @@ class ClaudeCodeReader:
         order = state.order
         skipped = state.skipped
         take_line = self._take_line
+        progress = 0
         for line_no, raw in enumerate(lines, first):
             if type(raw) is not bytes:  # an `Overlong`
                 self._take_long(line_no, raw)
@@ -225,7 +226,7 @@ class ClaudeCodeReader:
                 continue
             if line.type == "progress" and state.session_id is not None:
                 # most lines of a session (hooks, tool and agent progress): a node of the tree, no more
-                skipped["progress"] += 1
+                progress += 1
                 uuid = line.uuid
                 if uuid is not None and uuid not in nodes:
                     nodes[uuid] = _Node(
@@ -235,6 +236,8 @@ class ClaudeCodeReader:
                     order.append(uuid)
             elif not take_line(line_no, line):
                 self._take_long(line_no, raw)
+        if progress:
+            skipped["progress"] += progress
 
     def finish(self) -> None:
         """At end of file: a held-back last line without its newline is read if it is whole JSON."""
@@ -1334,11 +1337,11 @@ class _Builder:
                 if seg_index > 0 and mid in preserved_after:
                     continue  # a preserved response was made before the compaction, in the segment before
                 fields = acc.request_fields(len(requests) + 1, m, seg_index, pos)
-                req = memo.requests.get(fields)
-                if req is None:
-                    req = _request(fields)
                 if memo.keep:
+                    req = memo.requests.get(fields) or _request(fields)
                     kept_requests[fields] = req
+                else:
+                    req = _request(fields)  # (a one-shot read: nothing to look up)
                 requests.append(req)
                 response_of_request.append(mid)
         memo.requests = kept_requests
