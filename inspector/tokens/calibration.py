@@ -1975,25 +1975,7 @@ class _DeltaRun:
                 na = ta + err * ua / su
                 nb = tb + err * ub / su
                 if na >= 0 and nb >= 0:
-                    s = na + nb
-                    if s > 0 and total >= 0:
-                        # `apportion(total, [na, nb])`, written out
-                        ra = total * na / s
-                        rb = total * nb / s
-                        fa = math.floor(ra)
-                        fb = math.floor(rb)
-                        rest = total - fa - fb
-                        if rest >= 2:
-                            fa += 1
-                            fb += 1
-                        elif rest == 1:
-                            if fa - ra <= fb - rb:
-                                fa += 1
-                            else:
-                                fb += 1
-                        self._settle(k, new, [fa, fb])
-                    else:
-                        self._settle(k, new, apportion(total, [na, nb]))
+                    self._settle(k, new, apportion(total, [na, nb]))
                     return
         self._settle(k, new, apportion(total, _targets(total, new)))
 
