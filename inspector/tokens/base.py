@@ -14,6 +14,10 @@ from inspector.model import (
     ToolResultBlock,
 )
 
+JSON_SCALARS = frozenset((str, int, bool, type(None)))
+"""The exact types of the JSON scalars orjson writes as `json.dumps` does (a float may not be:
+`1e-05` is `0.00001` to orjson; a subclass may not be either)."""
+
 MESSAGE_OVERHEAD = 64
 """Tokens a message costs beyond its text (role, framing), in the heuristic estimator."""
 

@@ -96,7 +96,7 @@ from inspector.model import (
     Transcript,
 )
 
-from .base import Estimator
+from .base import JSON_SCALARS, Estimator
 from .heuristic import ASCII_CHARS_PER_TOKEN, HeuristicEstimator, heuristic_tokens
 
 OVERHEAD_ID = "overhead"
@@ -269,10 +269,6 @@ def block_text(block: ToolCallBlock) -> str:
     return f"{block.name} {args if isinstance(args, str) else _dumps(args)}"
 
 
-_SCALARS = frozenset((str, int, bool, type(None)))
-"""The exact types of the JSON scalars orjson writes as `json.dumps` does."""
-
-
 def _separators(value: dict[str, Any] | list[Any]) -> int | None:
     """How many `", "` and `": "` `json.dumps` writes in `value` (a space each beyond the compact
     text), where `value` holds nothing but strings, integers, booleans, None, lists and dicts (exact
@@ -286,7 +282,7 @@ def _separators(value: dict[str, Any] | list[Any]) -> int | None:
         items = value
     for v in items:
         t = type(v)
-        if t in _SCALARS:
+        if t in JSON_SCALARS:
             continue
         if t is dict or t is list:
             inner = _separators(v)

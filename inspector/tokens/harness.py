@@ -62,6 +62,7 @@ from inspector.model import (
     Transcript,
 )
 
+from .base import JSON_SCALARS
 from .heuristic import HeuristicEstimator
 
 MEDIA_TOKENS = 2_000
@@ -136,10 +137,6 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 """`json.dumps(value, separators=(",", ":"), ensure_ascii=False)`, without building an encoder per call."""
 
 
-_SCALARS = frozenset((str, int, bool, type(None)))
-"""The exact types of the JSON scalars orjson writes as `json.dumps` does."""
-
-
 def _plain(value: dict[str, Any] | list[Any]) -> bool:
     """Whether `value` holds nothing but strings, integers, booleans, None, lists and dicts (exact
     types): JSON whose orjson text is `json.dumps`'s. A float may not be (`1e-05` is `0.00001` to
@@ -147,7 +144,7 @@ def _plain(value: dict[str, Any] | list[Any]) -> bool:
     items: Iterable[Any] = value.values() if isinstance(value, dict) else value
     for v in items:
         t = type(v)
-        if t in _SCALARS:
+        if t in JSON_SCALARS:
             continue
         if (t is dict or t is list) and _plain(v):
             continue
