@@ -119,19 +119,6 @@ faster of the two libraries decoding every line whole)."""
 FLOOR_LIBRARIES = ("orjson", "msgspec")
 
 
-FROZEN_CLI = """
-import gc, sys
-import inspector.cli as cli
-load = cli._load
-def frozen(path):
-    transcript = load(path)
-    gc.freeze()  # what the cli could do once the transcript is loaded: no later pass rescans it
-    return transcript
-cli._load = frozen
-sys.exit(cli.main(sys.argv[1:]))
-"""
-
-
 def p95(values: list[float]) -> float:
     """The 95th percentile, nearest rank below (of a handful of latencies: no interpolation)."""
     ordered = sorted(values)
@@ -166,7 +153,6 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
     mb = big.bytes / 1e6
     _, _, out = timed_child([PY, "-m", "benchmarks.phases", path], stdout=None)
     phases = json.loads(out)
-    frozen = [timed_child([PY, "-c", FROZEN_CLI, "report", path, "--json"])[0] for _ in range(repeat)]
     # the memory target is about the transcript: on a small file the interpreter alone dominates
     memory_target = big.bytes >= 50_000_000
     return [
@@ -186,16 +172,6 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
                 "lines": big.lines,
                 "phases": phases,
             },
-        ),
-        Figure(
-            name=f"open: report --json, {mb:,.0f} MB, if the cli froze the heap after load",
-            target="(what-if)",
-            measured=min(frozen),
-            unit="s",
-            floor=floor,
-            floor_what=floor_what,
-            ratio=min(frozen) / floor,
-            detail={"runs": frozen},
         ),
         Figure(
             name="open: where the time goes (one process)",
