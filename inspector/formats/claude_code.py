@@ -17,6 +17,10 @@ How a file becomes a ledger (DESIGN.md §4, notes/claude-code-transcripts.md §2
 - Non-conversation lines (progress, file-history-snapshot, queue-operation, system subtypes
   other than the two boundaries, and any type this reader does not know) are counted, skipped.
 - Tool results are read from `message.content` (what the model saw), never `toolUseResult`.
+- Each line is read once, as it arrives: lines of the usual shape by msgspec's typed decoder
+  (`claude_code_lines`, which skips undecoded what the ledger never reads), any other line the
+  long way (`_take_long`: orjson, checks, load issues); both make the same node, which holds what
+  its message says (blocks, usage, ids). Nesting depth is checked on what is kept.
 - Subagents: `<session>/subagents/agent-*.jsonl` (2.1), `agent-*.jsonl` beside the session with
   the same sessionId (2.0), or inline `isSidechain` lines (1.0). `agent-acompact-*` files are a
   compaction's own call: linked to its event, not listed as subagents.
