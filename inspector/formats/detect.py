@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import gc
 import os
 from pathlib import Path
 
 from inspector.model import Transcript
+from inspector.model.bulk import paused_gc
 
 from .base import LoaderError, Reader
 
@@ -61,20 +61,9 @@ def load(path: str | os.PathLike[str]) -> Transcript:
     """Load a transcript of any supported harness."""
     p = Path(path)
     reader = detect(p)
-    # No cyclic garbage collection while loading: a reader allocates a million objects and frees
-    # few, so collections would only rescan what was just built, again and again as it grows (on a
-    # 100 MB transcript, a third of the time). Afterwards the new objects go straight to the oldest
-    # generation (freeze then unfreeze moves them without scanning; only when nothing else is
-    # frozen), so the young collections that follow do not rescan them either.
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        return reader.load(p)
-    except OSError as exc:
-        raise LoaderError(f"cannot read {p}: {exc.strerror or exc}") from None
-    finally:
-        if was:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
+    # no cyclic garbage collection while loading: a reader makes a million objects and frees few
+    with paused_gc():
+        try:
+            return reader.load(p)
+        except OSError as exc:
+            raise LoaderError(f"cannot read {p}: {exc.strerror or exc}") from None

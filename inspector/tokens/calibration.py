@@ -66,12 +66,10 @@ predictions (plain local estimates when nothing was ever reported).
 from __future__ import annotations
 
 import bisect
-import gc
 import json
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import itemgetter, mul
@@ -95,6 +93,7 @@ from inspector.model import (
     ToolResultBlock,
     Transcript,
 )
+from inspector.model.bulk import paused_gc
 
 from .base import JSON_SCALARS, Estimator
 from .heuristic import ASCII_CHARS_PER_TOKEN, HeuristicEstimator, heuristic_tokens
@@ -120,24 +119,6 @@ OUT_MATURE = 64
 """The same for the outputs of responses (observations without unseen content: learned sooner)."""
 FEATURE_MATURE = 32
 """An observation holding a feature learned from fewer observations than this is always learned from."""
-
-
-@contextmanager
-def _paused_gc() -> Iterator[None]:
-    """No cyclic garbage collection while a pass allocates many small objects (it frees few of
-    them; collections over a large transcript would only rescan it). Afterwards what it built goes
-    straight to the oldest generation (freeze then unfreeze moves objects without scanning; only
-    when nothing else is frozen), so young collections do not rescan it either."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
 
 
 def overhead_message() -> Message:
@@ -849,7 +830,7 @@ class Calibration:
         self._run: _DeltaRun | None = None
         self._done = 0
         """Delta mode: the requests calibrated so far (the pass runs on demand, see `_upto`)."""
-        with _paused_gc():
+        with paused_gc():
             if mode == "proportional":
                 self._prefetch_local()
                 self._run_proportional()
@@ -866,7 +847,7 @@ class Calibration:
         messages the pass reaches are sized (those of the ledgers of the requests it runs)."""
         if k <= self._done:
             return
-        with self._lock, _paused_gc():
+        with self._lock, paused_gc():
             if k <= self._done:
                 return  # another thread ran it meanwhile
             self._prefetch_sizes(self._reached(self._done, k))
@@ -987,7 +968,7 @@ class Calibration:
         if new._spend_seen.get(last_key) == n - 1:
             del new._spend_seen[last_key]
         new.first_report = next((r.index for r in transcript.requests if r.usage is not None), None)
-        with _paused_gc():
+        with paused_gc():
             new._run = run.clone(new, n)
             new._done = n
             new._cumulative_spend(n - 1)
