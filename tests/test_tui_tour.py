@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,6 +21,14 @@ NAME = "clear-suffices"
 
 def narration_text(main: MainScreen) -> str:
     return str(main.query_one("#narration", Static).render())
+
+
+async def replay_where(pilot: Any, main: MainScreen, ready: Callable[[], bool]) -> None:
+    """Wait (up to 5 s) until `ready()` holds of the screen's replay."""
+    for _ in range(100):
+        if ready():
+            return
+        await pilot.pause(0.05)
 
 
 async def at_stop(pilot: Any, main: MainScreen, request: int, policy: str) -> None:
@@ -100,10 +109,7 @@ async def test_sample_header_names_the_sample_as_the_windows_source() -> None:
     app = InspectorApp(load(info.path), policy=info.policy, window=info.window, window_source="sample")
     async with app.run_test(size=SIZE) as pilot:
         main = app.main
-        for _ in range(100):
-            if main.replay is not None:
-                break
-            await pilot.pause(0.05)
+        await replay_where(pilot, main, lambda: main.replay is not None)
         await pilot.pause()
         title = str(main.gauge.border_title)
         assert f"window {info.window:,} (sample)" in title, title
@@ -117,15 +123,9 @@ async def test_a_window_set_in_the_app_is_no_longer_the_samples() -> None:
     app = InspectorApp(load(info.path), policy=info.policy, window=info.window, window_source="sample")
     async with app.run_test(size=SIZE) as pilot:
         main = app.main
-        for _ in range(100):
-            if main.replay is not None:
-                break
-            await pilot.pause(0.05)
+        await replay_where(pilot, main, lambda: main.replay is not None)
         main.apply_window(90_000)
-        for _ in range(100):
-            if main.replay is not None and main.replay.window == 90_000:
-                break
-            await pilot.pause(0.05)
+        await replay_where(pilot, main, lambda: main.replay is not None and main.replay.window == 90_000)
         await pilot.pause()
         assert main.window_source == "--window"
         assert "window 90,000 (--window)" in str(main.gauge.border_title)
