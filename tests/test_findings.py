@@ -522,7 +522,13 @@ class DropResults:
         self.silent = silent
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult:
         sizer = memo(estimator)
         src = tuple(view)

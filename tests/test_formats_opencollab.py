@@ -22,7 +22,8 @@ from inspector.formats.opencollab import (
     read_ledger,
     usage_of,
 )
-from inspector.model import EventKind, Role, SourceKind, Usage
+from inspector.model import EventKind, Message, Role, SourceKind, ToolCallBlock, ToolResultBlock, Usage
+from inspector.tokens.harness import harness_tokens, opencollab_message_tokens, opencollab_text_tokens
 from sample_sessions import opencollab as sample
 from sample_sessions.opencollab import RUN_DIR, build_run, generate_run, write_final_snapshot
 
@@ -416,7 +417,54 @@ def test_recorded_shaping_in_report_json_and_fidelity(capsys: pytest.CaptureFixt
     clears = [e for e in layered if e["layer"] == "tool_output_clear"]
     assert [e["recorded_after_request"] for e in clears] == [23, 24, 25, 26, 27]
     assert all(e["counted"] and e["threshold"] == 32_536 for e in clears)
+    # OpenCollab clears at every request from 23 on (it shapes each request from its raw ledger):
+    # the policy, deciding with OpenCollab's own sizes, clears before the same requests
+    assert all(e["match"] and e["simulated_after_request"] == e["recorded_after_request"] for e in clears)
+    # and the clearing gets the view under the trigger: no compaction, recorded or simulated
+    assert not [e for e in fidelity["events"] if e["kind"] == "compaction"]
+    assert (fidelity["matches"], fidelity["misses"]) == (29, 0)
     assert [s["agent_id"] for s in report["subagents"]] == ["1"]
+
+
+def test_the_harness_estimate_is_opencollabs_own() -> None:
+    """Before each request, the harness estimate is what OpenCollab recorded estimating the raw
+    ledger (the `pre_tokens` of its first rung), to the token."""
+    t = load(RUN_DIR)
+    est = harness_tokens(t, "heuristic")
+    firsts = {e.after_request: e for e in reversed(t.events) if e.kind is EventKind.LAYER_FIRED}
+    assert len(firsts) == 24
+    assert {a: est[a] for a in firsts} == {a: e.pre_tokens for a, e in firsts.items()}
+    assert est[23] == 34_383 > 32_536  # request 24: over the trigger, so tool output is cleared
+
+
+def test_opencollab_estimator_pieces() -> None:
+    for text in ("", "ab", "abcdefghi", "日本語", "é" * 10, "x" * 90 + "語" * 10):
+        assert opencollab_text_tokens(text) == sample.estimate_tokens(text)
+    assert opencollab_text_tokens("x" * 90 + "語" * 10) == 46  # (100 - 20) // 3 + 20
+    calls_only = Message(
+        id="a",
+        role=Role.ASSISTANT,
+        blocks=(ToolCallBlock(id="c1", name="grep", arguments={"pattern": "x", "path": "src"}),),
+    )
+    raw = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "grep", "arguments": '{"pattern": "x", "path": "src"}'},
+            }
+        ],
+    }
+    assert opencollab_message_tokens(calls_only) == sample.estimate_message(raw)
+    result = Message(
+        id="t",
+        role=Role.TOOL,
+        blocks=(ToolResultBlock(call_id="c1", tool_name="grep", content="src/a.py:1: x\n"),),
+    )
+    raw_result = {"role": "tool", "tool_call_id": "c1", "name": "grep", "content": "src/a.py:1: x\n"}
+    assert opencollab_message_tokens(result) == sample.estimate_message(raw_result)
 
 
 def test_usage_mapping() -> None:

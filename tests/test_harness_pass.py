@@ -100,7 +100,7 @@ def plain_estimates(tr: Transcript, name: str) -> tuple[list[HarnessEstimate], l
         "claude_code": plain_claude_code,
         "opencode": plain_chars4,
         "codex": plain_bytes4,
-        "heuristic": harness._HEURISTIC.message,
+        "heuristic": harness.opencollab_message_tokens,
     }[name]
     by_id = {m.id: m for m in tr.messages}
 

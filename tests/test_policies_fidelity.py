@@ -105,12 +105,19 @@ def test_claude_code_estimate_parts_at_125_126_and_127(fa812: Transcript) -> Non
 
 
 def test_only_a_harness_like_estimator_gets_it_right(fa812: Transcript) -> None:
+    estimates = {}
     for name in ("heuristic", "opencode"):
         policy = Policy.model_validate({**CLAUDE_CODE.model_dump(), "trigger_estimator": name})
         f = fidelity(fa812, policy, 200_000)
         (ev,) = f.events
         assert (f.matches, f.misses) == (0, 1)
-        assert ev.simulated_after_request is None and (ev.harness_estimate or 0) < 167_000
+        assert ev.simulated_after_request is None
+        estimates[name] = ev.harness_estimate
+    # opencode's figure stays under the line; OpenCollab's heuristic (64 + chars/3 of each
+    # message's JSON) goes over it, but a harness that sizes by itself shapes each request from its
+    # raw ledger, and the clearing layer ahead of the summarizing one gets it back under
+    assert estimates["opencode"] is not None and estimates["opencode"] < 167_000
+    assert estimates["heuristic"] == 167_128
     # opencode's figure: the last report's input + output, 166,874 + 25
     assert segment_end_estimates(fa812, "opencode")[0].tokens == 166_899
     f = fidelity(fa812, "opencollab", 200_000)

@@ -124,6 +124,28 @@ def test_a_cheap_layer_under_the_trigger_stops_the_expensive_ones() -> None:
     assert result.sent_tokens == clear.tokens_after == tokens(result.final)
 
 
+def test_without_explaining_the_views_and_figures_are_the_same() -> None:
+    """`explain=False` (a simulation over every request): the same views, figures and reasons,
+    with tool output clear's decisions left out."""
+    view = ledger(60)
+    budget = OPENCOLLAB.budget(80_000)
+    told = OPENCOLLAB.pipeline().run(view, budget, EST)
+    quiet = OPENCOLLAB.pipeline().run(view, budget, EST, explain=False)
+    assert told.fired == quiet.fired == ("tool_output_clear",)
+    for a, b in zip(told.layers, quiet.layers, strict=True):
+        assert (a.name, a.view, a.tokens_before, a.tokens_after, a.fired, a.reason, a.cleared) == (
+            b.name,
+            b.view,
+            b.tokens_before,
+            b.tokens_after,
+            b.fired,
+            b.reason,
+            b.cleared,
+        )
+    assert len(told.layer("tool_output_clear").decisions) == 60  # 55 cleared, 5 kept recent
+    assert quiet.layer("tool_output_clear").decisions == ()
+
+
 def test_per_tool_budget_alone_can_be_enough() -> None:
     view = ledger(2, size=300_000)
     result = run(view, 200_000)

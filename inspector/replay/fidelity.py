@@ -18,6 +18,13 @@ How the simulation decides:
 - Cleared tool output (`microcompact`) and fired rungs (`layer_fired`): the policy's pipeline on
   the replayed ledger (calibrated weights), at the request right after the recorded event and,
   failing that, the nearest request within `SEARCH_RADIUS` in the same segment.
+- A harness whose estimator uses no report (OpenCollab's character heuristic) shapes every
+  request afresh from its raw ledger, each layer re-estimating its input with that estimator, so
+  a cheap layer that gets under the trigger leaves the costlier ones idle. For such a policy the
+  pipeline runs on the raw ledger sized by the harness's own estimator (`_HarnessSizer`) for
+  fired rungs, and a compaction is simulated only where its summarizing layer still fires. The
+  calibrated weights are of the view the provider billed, already cleared where the harness
+  cleared: with them a clearing the harness repeats at every request looks needless.
 
 A recorded event matches when the simulated one falls after the same request. Manual
 compactions (and compactions whose trigger the harness does not record, as in Codex) are shown
@@ -30,15 +37,19 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from inspector.model import EventKind, RecordedEvent, Transcript
+from inspector.model import EventKind, Message, RecordedEvent, Transcript
 from inspector.shaping import Policy, PolicyError, load_policy, preset_for_format
+from inspector.shaping.base import TokenMemo
+from inspector.shaping.pipeline import ShapeResult
 from inspector.shaping.policy import SUMMARIZING_LAYERS
-from inspector.tokens.calibration import CalibratedEstimator
+from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator
 from inspector.tokens.harness import (
     ESTIMATORS,
     harness_tokens,
     harness_window,
     is_compaction_call,
+    opencollab_message_tokens,
+    opencollab_text_tokens,
     segment_end_estimates,
 )
 
@@ -130,6 +141,24 @@ def decision_point(transcript: Transcript, after: int) -> int:
     return k
 
 
+class _HarnessSizer:
+    """A harness's own per-message estimate, for layers to decide with (OpenCollab's: the prompt
+    overhead pseudo-message, which it does not count, weighs nothing)."""
+
+    name = "harness"
+
+    def text(self, text: str) -> int:
+        return opencollab_text_tokens(text)
+
+    def message(self, message: Message) -> int:
+        return 0 if message.id == OVERHEAD_ID else opencollab_message_tokens(message)
+
+
+def _summarizes(result: ShapeResult) -> bool:
+    """Whether a summarizing layer fired in `result` (the cheaper layers before it did not do)."""
+    return any(layer.fired and layer.name in SUMMARIZING_LAYERS for layer in result.layers)
+
+
 class _Context:
     """Everything one fidelity run reads: the replay, the harness estimates, the trigger."""
 
@@ -142,6 +171,42 @@ class _Context:
         self.est: tuple[int, ...] = harness_tokens(self.tr, self.policy)
         """The harness's estimate before each request (index 0 is request 1)."""
         self.ends = segment_end_estimates(self.tr, self.policy)
+        self.own_sizes = not self.spec.uses_reports
+        """Layers decide with the harness's own sizes (`_HarnessSizer`), not calibrated weights."""
+        self._memo = TokenMemo(_HarnessSizer())
+        self._runs: dict[int, ShapeResult] = {}
+
+    def shaped(self, k: int) -> ShapeResult:
+        """Request k as the policy shapes it, deciding the way the harness does."""
+        if not self.own_sizes:
+            return self.replay.step(k).result
+        got = self._runs.get(k)
+        if got is None:
+            tr = self.tr
+            req = tr.request(k)
+            whole = tr._segment_tuple(req.segment)
+            if whole is None:
+                ledger = tr.ledger_tuple(k)
+            else:
+                # the ledger weighs what the harness estimated (the same sizes, summed once by its
+                # pass), and is a slice of its segment: the layers' scans go on from the last one
+                ledger = whole[: req.ledger_len]
+                self._memo.seed_view(ledger, self.est[k - 1], prefix_of=whole)
+            got = self._runs[k] = self._run(ledger)
+        return got
+
+    def _run(self, ledger: tuple[Message, ...]) -> ShapeResult:
+        return self.replay.pipeline.run(ledger, self.budget, self._memo, explain=False)
+
+    def compacts_at_end(self, seg: int) -> bool:
+        """Whether the harness compacts with segment `seg`'s whole ledger (after its last request)."""
+        if not self.over(self.ends[seg].tokens):
+            return False
+        if not self.own_sizes:
+            return True
+        by_id = self.tr._index()
+        ledger = tuple(by_id[i] for i in self.tr.segments[seg].message_ids if i in by_id)
+        return _summarizes(self._run(ledger))
 
     def over(self, value: int) -> bool:
         t = self.budget.trigger
@@ -161,13 +226,17 @@ class _Context:
             if seg is not None and req.segment != seg:
                 if not is_compaction_call(tr, k - 1):
                     value = self.ends[seg].tokens
-                    if armed and self.over(value):
+                    if armed and self.compacts_at_end(seg):
                         sims.append(_Sim(decision_point(tr, k - 1), value, prev, seg))
                 armed = True
                 prev = None
             seg = req.segment
             value = est[k - 1]
-            if value >= t if at_or_above else value > t:  # `self.over(value)`, written out
+            # `self.over(value)`, written out; a harness that sizes by itself compacts only where
+            # the cheaper layers before its summarizing one leave the view over the line
+            if (value >= t if at_or_above else value > t) and (
+                not self.own_sizes or _summarizes(self.shaped(k))
+            ):
                 if armed:
                     sims.append(_Sim(decision_point(tr, k - 1), value, prev, seg))
                 armed = False
@@ -176,7 +245,7 @@ class _Context:
             prev = value
         if seg is not None and armed:
             value = self.ends[seg].tokens
-            if self.over(value):
+            if self.compacts_at_end(seg):
                 sims.append(_Sim(len(tr.requests), value, prev, seg))
         return sims
 
@@ -289,10 +358,10 @@ def _compactions(ctx: _Context) -> list[FidelityEvent]:
 
 
 def _fires(ctx: _Context, k: int, e: RecordedEvent) -> bool:
-    step = ctx.replay.step(k)
+    layers = ctx.shaped(k).layers
     if e.kind is EventKind.LAYER_FIRED:
-        return any(layer.name == e.layer and layer.fired for layer in step.result.layers)
-    return any(layer.cleared > 0 for layer in step.result.layers)
+        return any(layer.name == e.layer and layer.fired for layer in layers)
+    return any(layer.cleared > 0 for layer in layers)
 
 
 CLEARING_LAYERS = frozenset({"tool_output_clear", "eager_clear", "microcompact", "opencode_prune"})

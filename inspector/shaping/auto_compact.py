@@ -136,7 +136,13 @@ class AutoCompact:
         return key, text
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult:
         ready = pressed(self, view, budget, estimator, forced, summarizer_missing=self.summarizer is None)
         if isinstance(ready, LayerResult):

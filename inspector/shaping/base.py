@@ -222,6 +222,8 @@ class Layer(Protocol):
 
     `name` is the rung key ("tool_output_clear"), `label` the words ("tool output clear").
     `reactive` layers do nothing unless the estimate exceeds the trigger (or `forced`).
+    `explain` False: the caller reads only the view and the figures (a simulation over every
+    request), so a layer may leave `decisions` empty where writing them costs more than the rest.
     """
 
     name: str
@@ -229,7 +231,13 @@ class Layer(Protocol):
     reactive: bool
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult: ...
 
 

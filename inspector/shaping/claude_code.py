@@ -114,7 +114,13 @@ class LargeResultPreview:
         requests, so a message is looked at and copied once)."""
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult:
         sizer = memo(estimator)
         src = tuple(view)
@@ -240,7 +246,13 @@ class Microcompact(ToolOutputClear):
         self.idle_gap_minutes = idle_gap_minutes
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult:
         sizer: TokenMemo = memo(estimator)
         src = tuple(view)
@@ -316,7 +328,13 @@ class FullCompact:
         return self.summaries.cache
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult:
         ready = pressed(self, view, budget, estimator, forced, summarizer_missing=self.summarizer is None)
         if isinstance(ready, LayerResult):

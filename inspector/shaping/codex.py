@@ -82,7 +82,13 @@ class MiddleTruncate:
     reactive = False
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult:
         sizer = memo(estimator)
         src = tuple(view)
@@ -162,7 +168,13 @@ class CodexCompact:
         self.user_tokens = user_tokens
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult:
         ready = pressed(self, view, budget, estimator, forced, summarizer_missing=self.summarizer is None)
         if isinstance(ready, LayerResult):

@@ -63,7 +63,13 @@ class EagerToolOutputClear:
         self.keep = keep
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult:
         sizer = memo(estimator)
         src = tuple(view)

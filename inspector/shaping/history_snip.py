@@ -35,7 +35,13 @@ class OldHistorySnip:
     reactive = True
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult:
         ready = pressed(self, view, budget, estimator, forced)
         if isinstance(ready, LayerResult):

@@ -66,15 +66,22 @@ class Pipeline:
         return tuple(layer.name for layer in self.layers)
 
     def run(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        forced: bool = False,
+        explain: bool = True,
     ) -> ShapeResult:
+        """`view` through every layer in order (`explain` False: the decisions may be left out,
+        see `Layer`)."""
         sizer: TokenMemo = memo(estimator)
         src = tuple(view)
         input_tokens = sizer.view(src)
         current = src
         results: list[LayerResult] = []
         for layer in self.layers:
-            result = layer.apply(current, budget, sizer, forced=forced)
+            result = layer.apply(current, budget, sizer, forced=forced, explain=explain)
             results.append(result)
             current = result.view
         sent = results[-1].tokens_after if results else input_tokens

@@ -56,7 +56,13 @@ class PerToolResultBudget:
         """Per limit: the cut copies of each message with a result over it (kept across requests)."""
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult:
         sizer = memo(estimator)
         src = tuple(view)

@@ -132,7 +132,13 @@ class ToolOutputClear:
         self._made: _Replaced = {}
 
     def apply(
-        self, view: Sequence[Message], budget: Budget, estimator: Sizer, *, forced: bool = False
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
     ) -> LayerResult:
         ready = pressed(self, view, budget, estimator, forced)
         if isinstance(ready, LayerResult):
@@ -145,7 +151,7 @@ class ToolOutputClear:
         total = len(free)
         split = max(0, total - keep)
         older, recent = free[:split], free[split:]
-        rank = {(s.message, s.block): total - k for k, s in enumerate(free)}
+        rank = {(s.message, s.block): total - k for k, s in enumerate(free)} if explain else {}
 
         targets = [s for s in older if len(CLEARED_CONTENT) < len(self._content(src, s))]
         changed = replace_results(
@@ -159,7 +165,7 @@ class ToolOutputClear:
             return unchanged(f"{cause}, but no older compactable result is longer than the placeholder")
 
         decisions: list[Decision] = []
-        for i, group in _by_message(s for s in targets if s.message in changed):
+        for i, group in _by_message(s for s in targets if s.message in changed and explain):
             decisions.append(
                 Decision(
                     message_id=src[i].id,
@@ -170,7 +176,7 @@ class ToolOutputClear:
                     tokens_after=sizer.message(changed[i]),
                 )
             )
-        for i, group in _by_message(recent):
+        for i, group in _by_message(recent if explain else ()):
             decisions.append(
                 Decision(
                     message_id=src[i].id,
@@ -181,7 +187,7 @@ class ToolOutputClear:
                     tokens_after=sizer.message(src[i]),
                 )
             )
-        for i, _ in _by_message(s for s in slots if src[s.message].pinned):
+        for i, _ in _by_message(s for s in slots if explain and src[s.message].pinned):
             decisions.append(kept_pinned(self.name, src[i], sizer))
         result = tuple(changed.get(i, m) for i, m in enumerate(src))
         after = sizer.view(result)
