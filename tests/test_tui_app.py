@@ -10,6 +10,7 @@ from inspector.formats import load
 from inspector.model import Message, Request, Role, Segment, TextBlock, Transcript, Usage
 from inspector.replay import Replay
 from inspector.shaping import PRESETS
+from inspector.tokens.harness import harness_tokens
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.viewmodel import CellState
@@ -388,6 +389,32 @@ async def test_corpus_recorded_compaction_and_summary_row() -> None:
         await pilot.press("left_square_bracket")
         main = await settle(pilot, 126)
         assert main.view is not None and not main.view.rows[0].is_summary  # type: ignore[union-attr]
+
+
+async def test_the_gauge_shows_the_harness_estimate() -> None:
+    """Claude Code's own figure before request 126 (166,742: under its trigger 167,000, so it did
+    not compact yet) and before 127, after its compaction (the compacted ledger at characters/4:
+    no report yet in the new segment), beside the calibrated one."""
+    transcript = load(corpus_file())
+    app = InspectorApp(transcript, window=200_000)
+    async with app.run_test(size=(220, 48)) as pilot:
+        await settle(pilot, len(transcript.requests))
+        await pilot.press("g")
+        await pilot.pause(0.1)
+        await pilot.press(*"126", "enter")
+        main = await settle(pilot, 126)
+        subtitle = str(main.gauge.border_subtitle)
+        assert "the harness estimated 166,742 ·" in subtitle
+        assert "over its trigger" not in subtitle
+        assert main.view is not None and main.view.harness == (166_742, False)
+        replay = main.replay
+        assert replay is not None
+        assert replay.harness_estimate(126, wait=False) == (166_742, False)
+        # the first request after the compaction: no report yet, the compacted ledger at chars/4
+        await pilot.press("right_square_bracket")
+        main = await settle(pilot, 127)
+        assert main.view is not None and main.view.harness is not None
+        assert main.view.harness[0] == harness_tokens(transcript, "claude_code")[126] < 10_000
 
 
 async def test_empty_transcript_and_unknown_policy_say_so() -> None:

@@ -21,6 +21,7 @@ from textual.notifications import Notify
 from inspector import cli
 from inspector.formats import load
 from inspector.replay import Replay
+from inspector.tokens.harness import harness_tokens
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.live import crossing, open_transcript, recently_modified, warning_line
@@ -124,6 +125,16 @@ async def test_appended_requests_appear_and_latency(tmp_path: Path) -> None:
             await wait_until(pilot, lambda newest=newest: newest in screen_text(app), f"row {newest!r}")
             assert main.following and "● live" in title(main)
             assert main.view is not None and main.columns.cursor_row == len(main.view.rows) - 1
+        # the harness's own estimate of the newest request joins the gauge once the scan has it
+        # (a live update does not wait for a pass over the session)
+        grown = load(path)
+        n = len(grown.requests)
+        own = harness_tokens(grown, "heuristic")[n - 1]
+        await wait_until(
+            pilot,
+            lambda: f"the harness estimated {own:,}" in str(main.gauge.border_subtitle),
+            "the harness estimate",
+        )
     median = statistics.median(latencies)
     print(
         f"\nappend-to-screen latency over {len(latencies)} appends: median {median * 1000:.0f} ms, "

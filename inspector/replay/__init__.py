@@ -318,6 +318,24 @@ class Replay:
 
         return list(harness_tokens(self.transcript, self.policy))
 
+    def harness_estimate(self, k: int, *, wait: bool = True) -> tuple[int, bool] | None:
+        """What the policy's harness estimated before request k (the number it decides with,
+        `Policy.trigger_estimator`) and whether that is over its trigger. `wait` False: None
+        unless the estimates of this transcript were computed already (one pass over it)."""
+        from inspector.tokens.harness import ESTIMATORS, cached_harness_tokens, harness_tokens
+
+        self._check(k)
+        found = (
+            harness_tokens(self.transcript, self.policy)
+            if wait
+            else cached_harness_tokens(self.transcript, self.policy)
+        )
+        if found is None:
+            return None
+        value = found[k - 1]
+        t = self.budget.trigger
+        return value, (value >= t if ESTIMATORS[self.policy.trigger_estimator].at_or_above else value > t)
+
     def report(self, step: int | None = None, compare_with: str | Policy | None = None) -> Report:
         from inspector.replay.fidelity import fidelity
 

@@ -21,7 +21,7 @@ How the simulation decides:
 - A harness whose estimator uses no report (OpenCollab's character heuristic) shapes every
   request afresh from its raw ledger, each layer re-estimating its input with that estimator, so
   a cheap layer that gets under the trigger leaves the costlier ones idle. For such a policy the
-  pipeline runs on the raw ledger sized by the harness's own estimator (`_HarnessSizer`) for
+  pipeline runs on the raw ledger sized by the harness's own estimator (`own_sizer`) for
   fired rungs, and a compaction is simulated only where its summarizing layer still fires. The
   calibrated weights are of the view the provider billed, already cleared where the harness
   cleared: with them a clearing the harness repeats at every request looks needless.
@@ -48,8 +48,7 @@ from inspector.tokens.harness import (
     harness_tokens,
     harness_window,
     is_compaction_call,
-    opencollab_message_tokens,
-    opencollab_text_tokens,
+    own_sizer,
     segment_end_estimates,
 )
 
@@ -141,19 +140,6 @@ def decision_point(transcript: Transcript, after: int) -> int:
     return k
 
 
-class _HarnessSizer:
-    """A harness's own per-message estimate, for layers to decide with (OpenCollab's: the prompt
-    overhead pseudo-message, which it does not count, weighs nothing)."""
-
-    name = "harness"
-
-    def text(self, text: str) -> int:
-        return opencollab_text_tokens(text)
-
-    def message(self, message: Message) -> int:
-        return 0 if message.id == OVERHEAD_ID else opencollab_message_tokens(message)
-
-
 def _summarizes(result: ShapeResult) -> bool:
     """Whether a summarizing layer fired in `result` (the cheaper layers before it did not do)."""
     return any(layer.fired and layer.name in SUMMARIZING_LAYERS for layer in result.layers)
@@ -171,9 +157,10 @@ class _Context:
         self.est: tuple[int, ...] = harness_tokens(self.tr, self.policy)
         """The harness's estimate before each request (index 0 is request 1)."""
         self.ends = segment_end_estimates(self.tr, self.policy)
-        self.own_sizes = not self.spec.uses_reports
-        """Layers decide with the harness's own sizes (`_HarnessSizer`), not calibrated weights."""
-        self._memo = TokenMemo(_HarnessSizer())
+        sizer = own_sizer(self.policy.trigger_estimator, OVERHEAD_ID)
+        self.own_sizes = sizer is not None
+        """Layers decide with the harness's own sizes (`own_sizer`), not calibrated weights."""
+        self._memo = TokenMemo(sizer) if sizer is not None else None
         self._runs: dict[int, ShapeResult] = {}
 
     def shaped(self, k: int) -> ShapeResult:
@@ -182,6 +169,7 @@ class _Context:
             return self.replay.step(k).result
         got = self._runs.get(k)
         if got is None:
+            assert self._memo is not None
             tr = self.tr
             req = tr.request(k)
             whole = tr._segment_tuple(req.segment)
@@ -196,6 +184,7 @@ class _Context:
         return got
 
     def _run(self, ledger: tuple[Message, ...]) -> ShapeResult:
+        assert self._memo is not None
         return self.replay.pipeline.run(ledger, self.budget, self._memo, explain=False)
 
     def compacts_at_end(self, seg: int) -> bool:

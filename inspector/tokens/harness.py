@@ -44,6 +44,7 @@ from __future__ import annotations
 import heapq
 import json
 import math
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -317,6 +318,28 @@ def opencollab_message_tokens(message: Message) -> int:
         total += OPENCOLLAB_MESSAGE_OVERHEAD + opencollab_text_tokens(text)
     sealed = sum(b.signature_chars for b in message.blocks if isinstance(b, ReasoningBlock) and b.signed)
     return total + sealed // 3
+
+
+class OwnSizer:
+    """The per-message estimate of a harness that sizes its context by itself (no report: only
+    OpenCollab's `heuristic`), for layers to decide with as that harness does. A message the
+    harness does not hold (the replay's prompt overhead, `skip`) weighs nothing."""
+
+    def __init__(self, name: str, skip: str) -> None:
+        self.name = name
+        self.skip = skip
+
+    def text(self, text: str) -> int:
+        return opencollab_text_tokens(text)
+
+    def message(self, message: Message) -> int:
+        return 0 if message.id == self.skip else opencollab_message_tokens(message)
+
+
+def own_sizer(name: str, skip: str) -> OwnSizer | None:
+    """The sizer of estimator `name` when it uses no report (`ESTIMATORS[name].uses_reports`
+    False), else None: a report-based figure has no per-message form to decide with."""
+    return OwnSizer(name, skip) if name == "heuristic" else None
 
 
 class _RoughFn(Protocol):
@@ -690,24 +713,47 @@ def _name_of(policy: HasTriggerEstimator | str) -> str:
     return estimator_name(policy if isinstance(policy, str) else policy.trigger_estimator)
 
 
+_CACHE_LOCK = threading.Lock()
+"""Guards `_CACHE` (the app asks from worker threads); a pass itself runs outside it."""
+
+
+def _cached(transcript: Transcript, name: str) -> _Result | None:
+    key = (id(transcript), name)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+        if (
+            hit is not None
+            and hit[0]() is transcript
+            and hit[1] == len(transcript.requests)
+            and hit[2] == len(transcript.messages)
+        ):
+            _CACHE.move_to_end(key)
+            return hit[3]
+    return None
+
+
 def _computed(transcript: Transcript, policy: HasTriggerEstimator | str) -> _Result:
     name = _name_of(policy)
-    key = (id(transcript), name)
-    hit = _CACHE.get(key)
-    if (
-        hit is not None
-        and hit[0]() is transcript
-        and hit[1] == len(transcript.requests)
-        and hit[2] == len(transcript.messages)
-    ):
-        _CACHE.move_to_end(key)
-        return hit[3]
+    result = _cached(transcript, name)
+    if result is not None:
+        return result
     result = _Result(*_Pass(transcript, name).run())
-    _CACHE[key] = (weakref.ref(transcript), len(transcript.requests), len(transcript.messages), result)
-    _CACHE.move_to_end(key)
-    while len(_CACHE) > CACHE_SIZE:
-        _CACHE.popitem(last=False)
+    with _CACHE_LOCK:
+        key = (id(transcript), name)
+        _CACHE[key] = (weakref.ref(transcript), len(transcript.requests), len(transcript.messages), result)
+        _CACHE.move_to_end(key)
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
     return result
+
+
+def cached_harness_tokens(
+    transcript: Transcript, policy: HasTriggerEstimator | str
+) -> tuple[int, ...] | None:
+    """`harness_tokens` if it was computed for this transcript already, else None (nothing is
+    computed: for a caller that must not wait for a pass)."""
+    result = _cached(transcript, _name_of(policy))
+    return result.tokens if result is not None else None
 
 
 def harness_estimates(
@@ -777,7 +823,9 @@ __all__ = [
     "EstimatorSpec",
     "HarnessEstimate",
     "HasTriggerEstimator",
+    "OwnSizer",
     "bytes4",
+    "cached_harness_tokens",
     "chars4",
     "claude_code_rough",
     "estimator_name",
@@ -787,5 +835,8 @@ __all__ = [
     "harness_tokens",
     "harness_window",
     "is_compaction_call",
+    "opencollab_message_tokens",
+    "opencollab_text_tokens",
+    "own_sizer",
     "segment_end_estimates",
 ]

@@ -10,6 +10,7 @@ arguments, which for a StepView of 100,000 messages takes over a minute on the U
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import os
 import threading
@@ -48,6 +49,7 @@ from inspector.tui.live import crossing, next_replay
 from inspector.tui.messages import (
     DetailReady,
     FindingsReady,
+    HarnessReady,
     LiveFailed,
     LiveReplayReady,
     LoadFailed,
@@ -88,6 +90,8 @@ RESET_WORDS = {
     "changed": "changed",
 }
 """FollowUpdate.reset_reason, as the notification says it."""
+HARNESS_QUIET_S = 1.0
+"""A followed file rests this long before the harness's estimates of the grown session are computed."""
 SCAN_POST_INTERVAL = 0.25
 """Seconds between progress messages of the background scan."""
 SCAN_MIN_REST = 0.0005
@@ -129,8 +133,11 @@ COMMANDS: list[tuple[str, str, str]] = [
 ]
 
 
-def step_view(replay: Replay, step: Step, events: list[RecordedEvent]) -> StepView:
-    """A replayed request laid out for the widgets (in a worker thread: it walks the whole ledger)."""
+def step_view(replay: Replay, step: Step, events: list[RecordedEvent], *, wait: bool = True) -> StepView:
+    """A replayed request laid out for the widgets (in a worker thread: it walks the whole ledger).
+
+    `wait` False: the harness's own estimate only if it is known already (a live update must
+    not wait for a pass over the whole session; the scan brings it, `HarnessReady`)."""
     return build_step_view(
         index=step.index,
         total=len(replay),
@@ -150,6 +157,7 @@ def step_view(replay: Replay, step: Step, events: list[RecordedEvent]) -> StepVi
         target=step.budget.target,
         events=events,
         result=step.result,
+        harness=replay.harness_estimate(step.index, wait=wait),
     )
 
 
@@ -316,6 +324,8 @@ class MainScreen(Screen[None]):
         """A live rebuild is running (at first: the initial load, which must land first)."""
         self.live_dirty = False
         """The file changed since the last rebuild started."""
+        self.changed_at = time.monotonic()
+        """When the followed file last changed (monotonic seconds)."""
         self.live_reset: str | None = None
         """The file was truncated or replaced since the last rebuild started (the reason)."""
         self.file_missing = False
@@ -451,7 +461,7 @@ class MainScreen(Screen[None]):
                     # The request that will be shown, shaped here: one worker less before it is on screen.
                     k = len(replay) if want is None else min(want, len(replay))
                     if k >= 1:
-                        view = step_view(replay, replay.step(k), replay.events_at(k - 1))
+                        view = step_view(replay, replay.step(k), replay.events_at(k - 1), wait=False)
                 finally:
                     self.replay_lock.release()
                 contexts = tuple(replay.contexts())
@@ -518,6 +528,7 @@ class MainScreen(Screen[None]):
         last = time.monotonic()
         if len(seed) >= total:
             self.post_message(ScanProgress(fired, frozenset(simulated), total, total, generation))
+            self._estimate_harness(replay, generation, worker)
             return
         for k in range(len(seed) + 1, total + 1):
             if worker.is_cancelled:
@@ -537,6 +548,23 @@ class MainScreen(Screen[None]):
             if now - last >= SCAN_POST_INTERVAL or k == total:
                 last = now
                 self.post_message(ScanProgress(dict(fired), frozenset(simulated), k, total, generation))
+        self._estimate_harness(replay, generation, worker)
+
+    def _estimate_harness(self, replay: Replay, generation: int, worker: Worker[None]) -> None:
+        """What the harness estimated at every request (one pass over the session), for the gauge
+        of a live session, whose updates do not wait for it: once the file has rested
+        `HARNESS_QUIET_S` (a pass costs 0.1-0.3 s at 20,000 messages, and an agent's burst of lines
+        would otherwise pay it at every line). A new generation cancels the wait."""
+        if not len(replay) or replay.harness_estimate(1, wait=False) is not None:
+            return
+        while self.follower is not None and time.monotonic() - self.changed_at < HARNESS_QUIET_S:
+            if worker.is_cancelled:
+                return
+            time.sleep(0.05)
+        if worker.is_cancelled:
+            return
+        replay.harness_estimates()
+        self.post_message(HarnessReady(generation))
 
     @work(
         thread=True,
@@ -664,6 +692,7 @@ class MainScreen(Screen[None]):
         if update.reset:
             self.live_reset = update.reset_reason or "replaced"
         if update.changed:
+            self.changed_at = time.monotonic()
             self.live_dirty = True
             self._kick_live()
 
@@ -785,6 +814,16 @@ class MainScreen(Screen[None]):
             self.scan_started = self.generation
             self.scan(self.replay, self.generation, self.scan_seed)
 
+    @on(HarnessReady)
+    def harness_ready(self, event: HarnessReady) -> None:
+        view = self.view
+        if event.generation != self.generation or self.replay is None or view is None or view.harness:
+            return
+        self.view = view = dataclasses.replace(
+            view, harness=self.replay.harness_estimate(view.index, wait=False)
+        )
+        self.gauge.border_subtitle = Content(self._gauge_subtitle(view))
+
     def _gauge_subtitle(self, view: StepView) -> str:
         parts: list[str] = []
         if self.following and self.follower is None:
@@ -796,6 +835,9 @@ class MainScreen(Screen[None]):
             parts.append(
                 f"◆ the harness compacted ({how.strip() or 'recorded'}{before}) right before this request"
             )
+        if view.harness is not None:
+            value, over = view.harness
+            parts.append(f"the harness estimated {tokens(value)}{', over its trigger' if over else ''}")
         if view.predicted is not None and view.reported is not None and view.reported:
             error = (view.predicted - view.reported) / view.reported
             parts.append(f"weights before it predicted {tokens(view.predicted)} ({error:+.1%})")

@@ -45,6 +45,14 @@ class StepReady(Message):
 
 
 @dataclass
+class HarnessReady(Message):
+    """The harness's own estimates of the replay of `generation` are computed (live: after the
+    grown transcript is on screen, so that they never hold it back)."""
+
+    generation: int
+
+
+@dataclass
 class ScanProgress(Message):
     """The background scan of every request: which layers fired where, so far."""
 

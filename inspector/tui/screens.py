@@ -215,6 +215,11 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
             "reactive layers act), buffer (the safety buffer's lower edge: window − reserve − buffer, "
             "usually the trigger), reserve (where the space kept for the answer begins), blocking "
             "(where the harness refuses to send, when the policy has one), window.",
+            "Under it: what the harness itself estimated before this request, with its own "
+            "estimator (Claude Code: the last report plus characters/4 of what came after it; "
+            "OpenCollab: 64 + a third of each message's JSON), the number it compacts by; it may sit "
+            "far from the calibrated context (no system prompt before the first report), and the "
+            "gap explains a compaction that came early or late.",
         ],
     ),
     (

@@ -297,6 +297,9 @@ class StepView:
     """A compaction the harness recorded right before this request (it began this ledger segment)."""
     result: ShapeResult | None = None
     """The pipeline's result at this request (for the explanations)."""
+    harness: tuple[int, bool] | None = None
+    """What the policy's harness estimated before this request, with its own estimator, and
+    whether that is over its trigger (`Replay.harness_estimate`); None: not known yet."""
 
     def cell(self, column: int, row: int) -> Cell:
         """What `column` shows in `row`."""
@@ -458,6 +461,7 @@ def build_step_view(
     target: int,
     events: Sequence[RecordedEvent] = (),
     result: ShapeResult | None = None,
+    harness: tuple[int, bool] | None = None,
 ) -> StepView:
     """Lay one replayed request out as rows and columns (see the module docstring)."""
     raw = [m for m in ledger if m.id != OVERHEAD_ID]
@@ -543,6 +547,7 @@ def build_step_view(
         row_of=row_of,
         compaction_before=compaction,
         result=result,
+        harness=harness,
     )
 
 
