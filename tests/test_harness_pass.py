@@ -94,6 +94,17 @@ def plain_bytes4(m: Message) -> int:
     return -(-size // 4)
 
 
+def plain_opencollab(m: Message) -> int:
+    """OpenCollab's estimate with json writing every message (the module writes it with orjson)."""
+    total = 0
+    for d in harness._chat_messages(m):
+        text = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        n = len(text)
+        wide = min(n, len(text.encode("utf-8", "surrogatepass")) - n)
+        total += 64 + max(1, (n - wide) // 3 + wide)
+    return total + sum(b.signature_chars for b in m.blocks if isinstance(b, ReasoningBlock) and b.signed) // 3
+
+
 def plain_estimates(tr: Transcript, name: str) -> tuple[list[HarnessEstimate], list[HarnessEstimate]]:
     """Every request's estimate and every segment's end, request by request, summing each span."""
     sizer = {
@@ -211,6 +222,7 @@ def test_the_pass_gives_the_plain_figures_on_real_transcripts(path: Path) -> Non
         assert claude_code_rough(m) == plain_claude_code(m)
         assert chars4(m) == plain_chars4(m)
         assert bytes4(m) == plain_bytes4(m)
+        assert harness.opencollab_message_tokens(m) == plain_opencollab(m)
 
 
 # --- odd transcripts ------------------------------------------------------------------------------------
@@ -381,6 +393,27 @@ def test_tool_call_sizes_of_what_orjson_writes_differently() -> None:
                 harness._call_bytes(block)
         else:
             assert harness._call_bytes(block) == size, arguments
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(), st.text(), ARGUMENTS, st.booleans())
+def test_opencollab_estimate_is_what_json_writes(
+    text: str, result: str, arguments: dict[str, Any] | str, reasoning: bool
+) -> None:
+    """orjson writes the message where it can: the sizes are json's, for any text (control
+    characters, quotes, wide characters, lone surrogates) and any arguments."""
+    blocks: list[TextBlock | ReasoningBlock | ToolCallBlock] = [TextBlock(text=text)]
+    if reasoning:
+        blocks.append(ReasoningBlock(text=result, signed=True, signature_chars=len(text)))
+    blocks.append(ToolCallBlock(id="c1", name="grep", arguments=arguments))
+    for m in (
+        Message(id="a", role=Role.ASSISTANT, blocks=tuple(blocks)),
+        Message(
+            id="t", role=Role.TOOL, blocks=(ToolResultBlock(call_id="c1", tool_name="grep", content=result),)
+        ),
+        Message(id="u", role=Role.USER, blocks=(TextBlock(text=text),)),
+    ):
+        assert harness.opencollab_message_tokens(m) == plain_opencollab(m)
 
 
 class OddText(TextBlock):

@@ -264,8 +264,28 @@ def opencollab_text_tokens(text: str) -> int:
     n = len(text)
     if text.isascii():
         return max(1, n // 3)
-    wide = min(n, len(text.encode("utf-8", "surrogatepass")) - n)
-    return max(1, (n - wide) // 3 + wide)
+    return _opencollab_tokens(n, len(text.encode("utf-8", "surrogatepass")))
+
+
+def _opencollab_tokens(chars: int, size: int) -> int:
+    """`opencollab_text_tokens` of a text of `chars` characters and `size` UTF-8 bytes."""
+    wide = min(chars, size - chars)
+    return max(1, (chars - wide) // 3 + wide)
+
+
+def _compact_json_tokens(body: dict[str, Any]) -> int:
+    """`opencollab_text_tokens(json.dumps(body, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False))`, written by orjson where it can (`body` holds strings, None, lists and
+    dicts only: orjson escapes them as json does); json where orjson refuses (a lone surrogate)."""
+    try:
+        out = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # orjson.JSONEncodeError: not UTF-8
+        return opencollab_text_tokens(
+            json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        )
+    if out.isascii():
+        return max(1, len(out) // 3)
+    return _opencollab_tokens(len(out.decode("utf-8")), len(out))
 
 
 def _chat_messages(message: Message) -> list[dict[str, Any]]:
@@ -314,8 +334,7 @@ def opencollab_message_tokens(message: Message) -> int:
     reasoning, which it sends back in `response_items`, adds its characters as ASCII."""
     total = 0
     for d in _chat_messages(message):
-        text = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        total += OPENCOLLAB_MESSAGE_OVERHEAD + opencollab_text_tokens(text)
+        total += OPENCOLLAB_MESSAGE_OVERHEAD + _compact_json_tokens(d)
     sealed = sum(b.signature_chars for b in message.blocks if isinstance(b, ReasoningBlock) and b.signed)
     return total + sealed // 3
 
