@@ -87,6 +87,48 @@ def test_report_text_shows_the_facts(capsys: pytest.CaptureFixture[str]) -> None
     assert "Pipeline at request 12" in out and "per-tool budget" in out
 
 
+def test_report_text_shows_fidelity_and_the_harness_estimate(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "160")
+    path = corpus_file(FA812.relative_to(CORPUS).as_posix())
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Fidelity: 1 matched, 0 missed (policy claude-code" in out
+    (row,) = [line for line in out.splitlines() if line.startswith("│ compaction (auto)")]
+    # recorded and simulated after request 126; Claude Code's figure then, its recorded preTokens
+    assert [c.strip() for c in row.split("│")[2:5]] == ["126", "126", "167,117"]
+    assert "harness estimate" in out
+    (two,) = [line for line in out.splitlines() if line.startswith("│       2 │")]
+    # request 2: 26,061 reported at request 1 + its output 9 + characters/4 of what came after it
+    assert [c.strip() for c in two.split("│")[1:4]] == ["2", "27,592", "27,180"]
+    sample = Path(__file__).resolve().parents[1] / "sample_sessions" / "opencollab-run"
+    assert main(["report", str(sample)]) == 0
+    out = capsys.readouterr().out
+    assert "Fidelity: 29 matched, 0 missed (policy opencollab" in out
+    lines = out.splitlines()
+    assert sum(line.startswith("│ per_tool_budget ") for line in lines) == 24
+    assert sum(line.startswith("│ tool_output_clear ") for line in lines) == 5
+
+
+def test_a_long_fidelity_table_keeps_every_miss() -> None:
+    from rich.console import Console
+
+    from inspector.report.render import _fidelity_table
+
+    events = [
+        {"kind": "layer_fired", "layer": f"L{i}", "match": i % 10 != 3, "counted": True, "note": f"n{i}"}
+        for i in range(40)
+    ]
+    console = Console(width=160, record=True)
+    console.print(_fidelity_table({"matches": 36, "misses": 4, "events": events}))
+    text = console.export_text()
+    shown = {int(line.split()[1][1:]) for line in text.splitlines() if line.startswith("│ L")}
+    assert {3, 13, 23, 33} <= shown  # every miss
+    assert len(shown) == 4 + 10  # and the first 10 matches
+    assert "and 26 more that match" in text
+
+
 def test_explain_names_layer_and_numbers(capsys: pytest.CaptureFixture[str]) -> None:
     path = corpus_file(FA812.relative_to(CORPUS).as_posix())
     r = _json(

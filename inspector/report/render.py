@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
@@ -168,24 +168,67 @@ def render_report(report: Report) -> RenderableType:
             )
         parts.append(iss)
 
+    if report.fidelity and report.fidelity.get("events"):
+        parts.append(_fidelity_table(report.fidelity))
+
     if report.requests:
         rq = Table(title="Context per request", title_justify="left")
-        for col in ("request", "context", "output", "spent so far", "segment"):
+        cols = ["request", "context", "harness estimate", "output", "spent so far", "segment"]
+        harness = any(r.harness_estimate is not None for r in report.requests)
+        if not harness:
+            cols.remove("harness estimate")
+        for col in cols:
             rq.add_column(col, justify="right")
         rows = report.requests
         shown = rows if len(rows) <= 40 else rows[:10] + rows[-30:]
         for i, r in enumerate(shown):
             if len(rows) > 40 and i == 10:
-                rq.add_row("…", "", "", "", "")
-            rq.add_row(
-                str(r.index),
-                _n(r.context_tokens),
-                _n(r.output_tokens),
-                f"{r.cumulative_tokens:,}",
-                str(r.segment),
-            )
+                rq.add_row("…", *([""] * (len(cols) - 1)))
+            cells = [str(r.index), _n(r.context_tokens)]
+            if harness:
+                cells.append(_n(r.harness_estimate))
+            cells += [_n(r.output_tokens), f"{r.cumulative_tokens:,}", str(r.segment)]
+            rq.add_row(*cells)
         parts.append(rq)
     return Group(*parts)
+
+
+def _fidelity_table(fidelity: dict[str, Any], most: int = 30) -> Table:
+    """What the harness recorded doing beside what the policy simulates (`replay.fidelity`); past
+    `most` events, every one that does not match and the first matches, then a count."""
+    table = Table(
+        title=(
+            f"Fidelity: {fidelity.get('matches', 0):,} matched, {fidelity.get('misses', 0):,} missed "
+            f"(policy {fidelity.get('policy')}, deciding with its harness's estimator "
+            f"{fidelity.get('estimator')}, trigger {_n(fidelity.get('trigger'))})"
+        ),
+        title_justify="left",
+    )
+    table.add_column("event", no_wrap=True)
+    for col in ("recorded", "simulated", "harness est."):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("")
+    events: list[dict[str, Any]] = list(fidelity.get("events", []))
+    shown = events
+    if len(events) > most:
+        matched = [e for e in events if e.get("match")]
+        keep = {id(e) for e in matched[: most // 3]} | {id(e) for e in events if not e.get("match")}
+        shown = [e for e in events if id(e) in keep]
+    for e in shown:
+        what = str(e.get("layer") or e.get("kind") or "")
+        if e.get("trigger"):
+            what += f" ({e['trigger']})"
+        mark = "✓" if e.get("match") else ("✗" if e.get("counted") else "·")
+        table.add_row(
+            _text(what),
+            _n(e.get("recorded_after_request")),
+            _n(e.get("simulated_after_request")),
+            _n(e.get("harness_estimate")),
+            _text(f"{mark} {e.get('note', '')}"),
+        )
+    if len(shown) < len(events):
+        table.add_row("…", "", "", "", f"and {len(events) - len(shown):,} more that match")
+    return table
 
 
 def print_report(report: Report, console: Console | None = None) -> None:
