@@ -75,6 +75,8 @@ class Figure:
                 for k, v in self.detail.items()
                 if k not in ("messages", "requests")
             )
+        elif self.target == "(bound)":
+            floor = f"{num(self.detail['read'] + self.detail['structs'], 's')} with msgspec structs in their place"
         return [self.name, self.target, num(self.measured, self.unit), floor, num(self.ratio, "x"), verdict]
 
 
@@ -153,6 +155,8 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
     mb = big.bytes / 1e6
     _, _, out = timed_child([PY, "-m", "benchmarks.phases", path], stdout=None)
     phases = json.loads(out)
+    _, _, out = timed_child([PY, "-m", "benchmarks.bound", path], stdout=None)
+    bound = json.loads(out)
     # the memory target is about the transcript: on a small file the interpreter alone dominates
     memory_target = big.bytes >= 50_000_000
     return [
@@ -179,6 +183,13 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
             measured=sum(v for k, v in phases.items() if k not in ("messages", "requests")),
             unit="s",
             detail=phases,
+        ),
+        Figure(
+            name="open: a bare loader (read, decode, a message a line)",
+            target="(bound)",
+            measured=bound["read"] + bound["models"],
+            unit="s",
+            detail=bound,
         ),
         Figure(
             name=f"memory: peak RSS of report --json, {mb:,.0f} MB",

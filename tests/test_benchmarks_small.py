@@ -67,3 +67,17 @@ def test_synthetic_sessions_are_mostly_lines_that_are_not_conversation() -> None
     assert "detached (parent not in file)" not in transcript.skipped
     assert transcript.skipped["progress"] > session.lines / 2
     assert conversation < session.lines * 0.4
+
+
+def test_the_bare_loader_reads_every_line_and_makes_a_message_per_conversation_line() -> None:
+    """`benchmarks.bound`: what the open figure could be at best; both of its loaders read what
+    the reader reads (the same lines, a message per conversation line)."""
+    from benchmarks.bound import _with_models, _with_structs, bare_load
+
+    session = synth.synth("replay2000", requests=2000)
+    data = session.path.read_bytes()
+    types = [orjson.loads(line).get("type") for line in data.splitlines()]
+    conversation = sum(1 for t in types if t in ("user", "assistant"))
+    path = str(session.path)
+    assert bare_load(path, data, _with_models(path)) == (session.lines, conversation)
+    assert bare_load(path, data, _with_structs(path)) == (session.lines, conversation)
