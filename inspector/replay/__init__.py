@@ -14,12 +14,14 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from inspector.model import Message, RecordedEvent, Request, Segment, Transcript
+from inspector.model import EventKind, Message, RecordedEvent, Request, Segment, Transcript
 from inspector.report.summary import BudgetRow, LayerRow, Report, build_report, resolve_window
 from inspector.shaping import Budget, Policy, PolicyError, ShapeResult, TokenMemo, explain, load_policy
+from inspector.shaping.pipeline import recast
 from inspector.shaping.policy import preset_for_format
 from inspector.tokens import Estimator, get_estimator
 from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator, Calibration, overhead_message
+from inspector.tokens.harness import OWN_FORMAT, own_sizer
 
 STEP_CACHE = 256
 DEFAULT_POLICY = "opencollab"
@@ -50,13 +52,18 @@ class Step:
     def sent(self) -> tuple[Message, ...]:
         return self.result.final
 
+    raw: dict[str, int] | None = field(default=None, repr=False, compare=False)
+    """Weights that stand in for the calibrated ones of messages the harness cleared in what it
+    sent, not in its ledger (`Replay._as_sent`): what they weighed when last sent whole."""
+
     @property
     def weights(self) -> dict[str, int]:
         """Calibrated weight of every ledger message, by id (the overhead's under `OVERHEAD_ID`).
 
         Made when first asked for (shaping does not need the whole dict) and shared with the
         calibration: read it, do not change it (`Calibration.weights(k)` gives a copy)."""
-        return self.calibration._weights_at(self.index)
+        weights = self.calibration._weights_at(self.index)
+        return {**weights, **self.raw} if self.raw else weights
 
 
 def _policy(policy: str | Policy | None, transcript: Transcript | None = None) -> Policy:
@@ -103,6 +110,50 @@ class Replay:
         self._segments: dict[int, tuple[Segment, dict[str, Message], tuple[Message, ...]]] = {}
         self._observed_upto: tuple[int, int] = (-1, 0)
         """(n, the largest context the first n requests reported), for `refreshed`."""
+        own = own_sizer(policy.trigger_estimator, OVERHEAD_ID)
+        self._own: TokenMemo | None = (
+            TokenMemo(own)
+            if own is not None and OWN_FORMAT.get(policy.trigger_estimator) == transcript.format
+            else None
+        )
+        """Set where the policy's harness sizes its context by itself and wrote this transcript
+        (OpenCollab): its layers then decide as it did, with its own estimate (DESIGN.md §2.5),
+        and the views they make are weighed with the calibrated weights."""
+        self._cleared_from: dict[str, tuple[int, int]] | None = None
+
+    @property
+    def decides_as_harness(self) -> bool:
+        """Whether the layers decide with the harness's own estimate (see `_own`)."""
+        return self._own is not None
+
+    def _as_sent(self, k: int) -> dict[str, int]:
+        """Message id -> the weight it had when last sent whole, for the ledger's messages at
+        request k whose tool output the harness had cleared in what it sent by then (recorded
+        rungs of an OpenCollab trace): the calibration weighs them as billed, cleared, and the
+        layers clear them again here."""
+        cleared = self._cleared_from
+        if cleared is None:
+            cleared = self._cleared_from = {}
+            tr = self.transcript
+            done: set[str] = set()
+            for e in sorted(tr.events, key=lambda e: e.after_request):
+                if e.kind is not EventKind.LAYER_FIRED or not e.cleared_tool_ids or e.after_request < 1:
+                    continue
+                new = set(e.cleared_tool_ids) - done
+                done |= new
+                if not new or e.after_request > len(tr.requests):
+                    continue
+                whole = self.calibration._weights_at(e.after_request)
+                for m in tr.ledger_tuple(e.after_request):
+                    if (
+                        m.id not in cleared
+                        and m.id in whole
+                        and any(c.call_id in new for c in m.tool_results)
+                    ):
+                        cleared[m.id] = (e.after_request + 1, whole[m.id])
+        if not cleared:
+            return {}
+        return {mid: w for mid, (first, w) in cleared.items() if first <= k}
 
     @classmethod
     def open(
@@ -191,12 +242,16 @@ class Replay:
             return cached
         request = self.transcript.request(k)
         ledger, base = self._ledger(request)
-        sizer = CalibratedEstimator(self.calibration, k, self.estimator)
-        # Every ledger message is unchanged here, so the ledger weighs the sum of its calibrated
-        # weights, which the calibration keeps up to date request by request: no sum per request.
-        memo = TokenMemo(sizer)
-        memo.seed_view(ledger, self.calibration.ledger_total(k), prefix_of=base)
-        result = self.pipeline.run(ledger, self.budget, memo)
+        raw = self._as_sent(k) if self._own is not None else None
+        sizer = CalibratedEstimator(self.calibration, k, self.estimator, raw)
+        if self._own is None:
+            # Every ledger message is unchanged here, so the ledger weighs the sum of its calibrated
+            # weights, which the calibration keeps up to date request by request: no sum per request.
+            memo = TokenMemo(sizer)
+            memo.seed_view(ledger, self.calibration.ledger_total(k), prefix_of=base)
+            result = self.pipeline.run(ledger, self.budget, memo)
+        else:
+            result = recast(self.pipeline.run(ledger, self.budget, self._own), sizer)
         step = Step(
             index=k,
             request=request,
@@ -207,6 +262,7 @@ class Replay:
             context=self.calibration.context(k),
             reported=request.usage.context if request.usage else None,
             predicted=self.calibration.predicted(k),
+            raw=raw or None,
         )
         self._steps[k] = step
         if len(self._steps) > STEP_CACHE:

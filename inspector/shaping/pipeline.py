@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from inspector.model import Message
 
@@ -46,6 +46,53 @@ class ShapeResult:
 
     def decisions_for(self, message_id: str) -> tuple[Decision, ...]:
         return tuple(d for d in self.decisions if d.message_id == message_id)
+
+
+def recast(result: ShapeResult, sizer: Sizer) -> ShapeResult:
+    """`result` with every figure sized by `sizer`: the same views, layers, decisions and reasons
+    (decided with the estimator the pipeline ran with), the tokens as `sizer` weighs them. For a
+    replay that decides as a harness does, with its own estimate, and shows calibrated weights."""
+    weigh: TokenMemo = memo(sizer)
+    layers: list[LayerResult] = []
+    view_in = result.input
+    for layer in result.layers:
+        before = {m.id: m for m in view_in}
+        after = {m.id: m for m in layer.view}
+        folded = sum(
+            weigh.message(before[d.message_id])
+            for d in layer.decisions
+            if d.action is Action.SUMMARIZED and d.message_id in before
+        )
+        decisions = tuple(
+            replace(
+                d,
+                tokens_before=(
+                    weigh.message(before[d.message_id])
+                    if d.message_id in before
+                    else (folded if d.action is Action.SUMMARIZED else 0)
+                ),
+                tokens_after=weigh.message(after[d.message_id])
+                if d.tokens_after and d.message_id in after
+                else 0,
+            )
+            for d in layer.decisions
+        )
+        layers.append(
+            replace(
+                layer,
+                tokens_before=weigh.view(view_in),
+                tokens_after=weigh.view(layer.view),
+                decisions=decisions,
+            )
+        )
+        view_in = layer.view
+    input_tokens = weigh.view(result.input)
+    return replace(
+        result,
+        layers=tuple(layers),
+        input_tokens=input_tokens,
+        sent_tokens=layers[-1].tokens_after if layers else input_tokens,
+    )
 
 
 class Pipeline:

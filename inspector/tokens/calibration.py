@@ -738,11 +738,16 @@ class CalibratedEstimator:
     mode's scale), never more than the original's weight when its text got shorter.
     """
 
-    def __init__(self, calibration: Calibration, k: int, base: Estimator) -> None:
+    def __init__(
+        self, calibration: Calibration, k: int, base: Estimator, standing: dict[str, int] | None = None
+    ) -> None:
+        """`standing`: weights that stand in for the calibrated ones of those ledger messages
+        (what a harness cleared only in what it sent weighs whole; `Replay._as_sent`)."""
         self.name = f"calibrated-{calibration.mode}({base.name})"
         self._cal = calibration
         self._k = k
         self._base = base
+        self._standing = standing or {}
         self._index = calibration.transcript._index()
         # Weights are looked up one message at a time where the calibration can (no dict of the
         # whole ledger per request); else the calibration's cached dict, shared and read only.
@@ -755,6 +760,10 @@ class CalibratedEstimator:
 
     def _weight(self, mid: str) -> int | None:
         """`Calibration.weights(k).get(mid)`: the weight of a ledger message (or the overhead)."""
+        if self._standing:
+            w = self._standing.get(mid)
+            if w is not None:
+                return w
         if self._weights is not None:
             return self._weights.get(mid)
         if mid != OVERHEAD_ID:

@@ -355,6 +355,10 @@ class OwnSizer:
         return 0 if message.id == self.skip else opencollab_message_tokens(message)
 
 
+OWN_FORMAT = {"heuristic": "opencollab"}
+"""Estimator that sizes by itself -> the format of the transcripts its harness writes."""
+
+
 def own_sizer(name: str, skip: str) -> OwnSizer | None:
     """The sizer of estimator `name` when it uses no report (`ESTIMATORS[name].uses_reports`
     False), else None: a report-based figure has no per-message form to decide with."""
@@ -839,6 +843,7 @@ def harness_window(transcript: Transcript) -> int | None:
 
 __all__ = [
     "ESTIMATORS",
+    "OWN_FORMAT",
     "EstimatorSpec",
     "HarnessEstimate",
     "HasTriggerEstimator",
