@@ -4,6 +4,10 @@ and what it cleared only in what it sent weighs what it did when last sent whole
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from inspector.formats import load
 from inspector.model import Message, Role, TextBlock
 from inspector.replay import Replay
@@ -37,6 +41,21 @@ def test_the_opencollab_run_is_shaped_as_opencollab_shaped_it() -> None:
         )
         # the raw ledger weighs what it held whole: far more than what was sent
         assert step.result.input_tokens > 2 * step.reported
+
+
+def test_the_report_and_the_app_say_the_layers_decide_as_the_harness(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from inspector.cli import main
+
+    assert main(["report", str(RUN_DIR), "--step", "24", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["layers_decide_with"] == "heuristic"
+    clear = next(layer for layer in report["layers"] if layer["name"] == "tool_output_clear")
+    assert clear["fired"] and clear["cleared"] == 15 and clear["tokens_after"] < clear["tokens_before"] / 2
+    long = sample_path("long-session")
+    assert main(["report", str(long), "--step", "24", "--json", "--policy", "opencollab"]) == 0
+    assert json.loads(capsys.readouterr().out)["layers_decide_with"] is None
 
 
 def test_what_was_cleared_only_in_what_was_sent_weighs_what_it_did_whole() -> None:

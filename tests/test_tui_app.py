@@ -417,6 +417,19 @@ async def test_the_gauge_shows_the_harness_estimate() -> None:
         assert main.view.harness[0] == harness_tokens(transcript, "claude_code")[126] < 10_000
 
 
+async def test_an_opencollab_trace_is_shaped_as_opencollab_did() -> None:
+    from sample_sessions.opencollab import RUN_DIR
+
+    app = InspectorApp(load(RUN_DIR))
+    async with app.run_test(size=SIZE) as pilot:
+        main = await settle(pilot, 28)
+        assert str(main.columns.border_title).endswith("deciding with the harness's own estimate")
+        assert header_of(main, "tool_output_clear").startswith("tool output clear")
+        clear = [c for c in main.view.columns if c.name == "tool_output_clear"]  # type: ignore[union-attr]
+        assert clear and clear[0].fired
+        assert "the harness estimated 36,681, over its trigger" in str(main.gauge.border_subtitle)
+
+
 async def test_empty_transcript_and_unknown_policy_say_so() -> None:
     empty = Transcript(format="generic", path="empty.jsonl")
     app = InspectorApp(empty)

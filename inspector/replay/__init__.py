@@ -407,6 +407,8 @@ class Replay:
         if step is not None:
             s = self.step(self._check(step))
             report.step = step
+            if self._own is not None:
+                report.layers_decide_with = self.policy.trigger_estimator
             report.layers = [
                 LayerRow(
                     name=layer.name,

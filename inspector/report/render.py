@@ -95,6 +95,14 @@ def render_report(report: Report) -> RenderableType:
                 style="italic",
             )
         ]
+        if report.layers_decide_with:
+            lines.append(
+                Text(
+                    f"  the layers decide as the harness did, with its own estimate "
+                    f"({report.layers_decide_with}: the figures their reasons quote); the tokens are calibrated",
+                    style="dim",
+                )
+            )
         for layer in report.layers:
             changes = ", ".join(
                 f"{n} {word}"

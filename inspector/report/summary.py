@@ -149,6 +149,11 @@ class Report(BaseModel):
     )
     step: int | None = None
     layers: list[LayerRow] | None = None
+    layers_decide_with: str | None = Field(
+        default=None,
+        description="the harness estimator the layers decided with (its own transcript, a harness that "
+        "sizes by itself); None: calibrated weights. Token figures are calibrated either way",
+    )
     compare: dict[str, Any] | None = Field(
         default=None, description="with --compare: two policies at the step"
     )

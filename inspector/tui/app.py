@@ -158,6 +158,7 @@ def step_view(replay: Replay, step: Step, events: list[RecordedEvent], *, wait: 
         events=events,
         result=step.result,
         harness=replay.harness_estimate(step.index, wait=wait),
+        decides_as_harness=replay.decides_as_harness,
     )
 
 
@@ -806,7 +807,8 @@ class MainScreen(Screen[None]):
         self.sparkline.set_current(view.index, view.trigger, view.target, view.window)
         self.pinned.show(view.pinned, view.context)
         self.pinned.border_subtitle = f"request {view.index}"
-        self.columns.border_title = f"pipeline · {view.policy} · request {view.index}"
+        deciding = " · deciding with the harness's own estimate" if view.decides_as_harness else ""
+        self.columns.border_title = f"pipeline · {view.policy} · request {view.index}{deciding}"
         self.columns.show(view, keep=event.keep)
         if event.bottom:
             self.columns.select_row(len(view.rows) - 1)

@@ -300,6 +300,8 @@ class StepView:
     harness: tuple[int, bool] | None = None
     """What the policy's harness estimated before this request, with its own estimator, and
     whether that is over its trigger (`Replay.harness_estimate`); None: not known yet."""
+    decides_as_harness: bool = False
+    """The layers decided with the harness's own estimate (`Replay.decides_as_harness`)."""
 
     def cell(self, column: int, row: int) -> Cell:
         """What `column` shows in `row`."""
@@ -462,6 +464,7 @@ def build_step_view(
     events: Sequence[RecordedEvent] = (),
     result: ShapeResult | None = None,
     harness: tuple[int, bool] | None = None,
+    decides_as_harness: bool = False,
 ) -> StepView:
     """Lay one replayed request out as rows and columns (see the module docstring)."""
     raw = [m for m in ledger if m.id != OVERHEAD_ID]
@@ -548,6 +551,7 @@ def build_step_view(
         compaction_before=compaction,
         result=result,
         harness=harness,
+        decides_as_harness=decides_as_harness,
     )
 
 
