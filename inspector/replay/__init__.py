@@ -21,7 +21,7 @@ from inspector.shaping.pipeline import recast
 from inspector.shaping.policy import preset_for_format
 from inspector.tokens import Estimator, get_estimator
 from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator, Calibration, overhead_message
-from inspector.tokens.harness import OWN_FORMAT, own_sizer
+from inspector.tokens.harness import ESTIMATORS, OWN_FORMAT, cached_harness_tokens, harness_tokens, own_sizer
 
 STEP_CACHE = 256
 DEFAULT_POLICY = "opencollab"
@@ -48,13 +48,13 @@ class Step:
     predicted: int | None
     """What the weights before this request predicted its input to be."""
 
-    @property
-    def sent(self) -> tuple[Message, ...]:
-        return self.result.final
-
     raw: dict[str, int] | None = field(default=None, repr=False, compare=False)
     """Weights that stand in for the calibrated ones of messages the harness cleared in what it
     sent, not in its ledger (`Replay._as_sent`): what they weighed when last sent whole."""
+
+    @property
+    def sent(self) -> tuple[Message, ...]:
+        return self.result.final
 
     @property
     def weights(self) -> dict[str, int]:
@@ -370,16 +370,12 @@ class Replay:
 
     def harness_estimates(self) -> list[int]:
         """What the policy's harness estimated before each request (index 0 is request 1)."""
-        from inspector.tokens.harness import harness_tokens
-
         return list(harness_tokens(self.transcript, self.policy))
 
     def harness_estimate(self, k: int, *, wait: bool = True) -> tuple[int, bool] | None:
         """What the policy's harness estimated before request k (the number it decides with,
         `Policy.trigger_estimator`) and whether that is over its trigger. `wait` False: None
         unless the estimates of this transcript were computed already (one pass over it)."""
-        from inspector.tokens.harness import ESTIMATORS, cached_harness_tokens, harness_tokens
-
         self._check(k)
         found = (
             harness_tokens(self.transcript, self.policy)

@@ -362,7 +362,7 @@ OWN_FORMAT = {"heuristic": "opencollab"}
 def own_sizer(name: str, skip: str) -> OwnSizer | None:
     """The sizer of estimator `name` when it uses no report (`ESTIMATORS[name].uses_reports`
     False), else None: a report-based figure has no per-message form to decide with."""
-    return OwnSizer(name, skip) if name == "heuristic" else None
+    return OwnSizer(name, skip) if name in OWN_FORMAT else None
 
 
 class _RoughFn(Protocol):
