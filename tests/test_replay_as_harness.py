@@ -87,6 +87,17 @@ def test_other_transcripts_under_that_policy_decide_with_calibrated_weights() ->
     assert not Replay.open(load(RUN_DIR), "claude-code").decides_as_harness
 
 
+def test_under_another_policy_the_ledger_still_holds_what_was_cleared_whole() -> None:
+    """The clearing was OpenCollab's view, not its ledger: Claude Code's policy is shown the same
+    raw ledger (and, deciding with calibrated weights under its trigger, sends it all)."""
+    transcript = load(RUN_DIR)
+    own = Replay.open(transcript).step(24)
+    other = Replay.open(transcript, "claude-code").step(24)
+    assert other.result.input_tokens == own.result.input_tokens == 25_650
+    assert other.weights == own.weights
+    assert other.result.sent_tokens == 25_650 and own.result.sent_tokens < 10_000
+
+
 def test_recast_weighs_the_same_views_again() -> None:
     a = Message(id="a", role=Role.USER, blocks=(TextBlock(text="x" * 300),))
     b = Message(id="b", role=Role.USER, blocks=(TextBlock(text="y" * 30),))

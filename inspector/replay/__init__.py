@@ -128,9 +128,11 @@ class Replay:
 
     def _as_sent(self, k: int) -> dict[str, int]:
         """Message id -> the weight it had when last sent whole, for the ledger's messages at
-        request k whose tool output the harness had cleared in what it sent by then (recorded
-        rungs of an OpenCollab trace): the calibration weighs them as billed, cleared, and the
-        layers clear them again here."""
+        request k whose tool output the harness had cleared in what it sent by then, not in its
+        ledger (the recorded rungs of an OpenCollab trace, which shapes every request afresh; a
+        Claude Code microcompact clears the ledger itself). The calibration weighs them as billed,
+        cleared; the ledger holds them whole, under any policy, and its layers clear them again
+        where they do."""
         cleared = self._cleared_from
         if cleared is None:
             cleared = self._cleared_from = {}
@@ -242,13 +244,14 @@ class Replay:
             return cached
         request = self.transcript.request(k)
         ledger, base = self._ledger(request)
-        raw = self._as_sent(k) if self._own is not None else None
+        raw = self._as_sent(k)
         sizer = CalibratedEstimator(self.calibration, k, self.estimator, raw)
         if self._own is None:
-            # Every ledger message is unchanged here, so the ledger weighs the sum of its calibrated
-            # weights, which the calibration keeps up to date request by request: no sum per request.
             memo = TokenMemo(sizer)
-            memo.seed_view(ledger, self.calibration.ledger_total(k), prefix_of=base)
+            if not raw:
+                # Every ledger message is unchanged here, so the ledger weighs the sum of its
+                # calibrated weights, which the calibration keeps up to date request by request.
+                memo.seed_view(ledger, self.calibration.ledger_total(k), prefix_of=base)
             result = self.pipeline.run(ledger, self.budget, memo)
         else:
             result = recast(self.pipeline.run(ledger, self.budget, self._own), sizer)
