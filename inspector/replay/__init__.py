@@ -388,8 +388,7 @@ class Replay:
         if found is None:
             return None
         value = found[k - 1]
-        t = self.budget.trigger
-        return value, (value >= t if ESTIMATORS[self.policy.trigger_estimator].at_or_above else value > t)
+        return value, ESTIMATORS[self.policy.trigger_estimator].over(value, self.budget.trigger)
 
     def report(self, step: int | None = None, compare_with: str | Policy | None = None) -> Report:
         from inspector.replay.fidelity import fidelity

@@ -198,8 +198,7 @@ class _Context:
         return _summarizes(self._run(ledger))
 
     def over(self, value: int) -> bool:
-        t = self.budget.trigger
-        return value >= t if self.spec.at_or_above else value > t
+        return self.spec.over(value, self.budget.trigger)
 
     def simulate(self) -> list[_Sim]:
         tr = self.tr

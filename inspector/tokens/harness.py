@@ -89,6 +89,10 @@ class EstimatorSpec:
     at_or_above: bool
     uses_reports: bool
 
+    def over(self, value: int, trigger: int) -> bool:
+        """Whether the harness's figure `value` is over its trigger line, as it compares them."""
+        return value >= trigger if self.at_or_above else value > trigger
+
 
 ESTIMATORS: dict[str, EstimatorSpec] = {
     "heuristic": EstimatorSpec(

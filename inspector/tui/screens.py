@@ -246,7 +246,7 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
             "| tool output clear | old history snip | auto compact (what is sent: ⇒ sent). The policy "
             "decides the layers. Each header says whether its layer fired, with its numbers, or why "
             "it stayed idle. An OpenCollab trace under its own preset is shaped as OpenCollab did it "
-            "(the title says \"deciding with the harness's own estimate\"): the reasons quote "
+            '(the title says "deciding with the harness\'s own estimate"): the reasons quote '
             "OpenCollab's figures, the tokens stay calibrated.",
             "A row: ⚑ pinned source (never removed) · weight bar (square-root scale) and calibrated "
             "tokens · role · tool · one line of content. Later columns show the message's weight in "
