@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from inspector import __version__
 from inspector.formats import LoaderError, load
 from inspector.model import Transcript
+from inspector.model.bulk import hold_for_good
 from inspector.replay import ReplayError
 from inspector.report.sanitize import json_safe, visible
 from inspector.shaping import PolicyError
@@ -155,9 +156,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def _load(path: str) -> Transcript:
     try:
-        return load(path)
+        transcript = load(path)
     except LoaderError as exc:
         raise UserError(str(exc)) from None
+    if _one_shot:
+        hold_for_good()  # the process ends with this command, without freeing what it loaded
+    return transcript
+
+
+_one_shot = False
+"""Set when the process runs one command of QUICK_EXIT and leaves (`main`)."""
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -369,9 +377,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     what it loaded: a long transcript leaves hundreds of thousands of objects in reference cycles,
     which the collector would walk and free at exit, longer than the report itself takes (0.3 s
     of a 100 MB session). Called as a function, it returns as any function does."""
+    global _one_shot
     args_list = list(sys.argv[1:] if argv is None else argv)
+    _one_shot = argv is None and bool(args_list) and args_list[0] in QUICK_EXIT
     code = _run(args_list)
-    if argv is None and args_list and args_list[0] in QUICK_EXIT:
+    if _one_shot:
         _exit_at_once(code)
     return code
 

@@ -73,3 +73,44 @@ def test_quick_exit_keeps_the_exit_code_of_a_closed_pipe(tmp_path: Path) -> None
     p.stdout.close()
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) in (0, 120) and "Traceback" not in err
+
+
+def test_a_one_shot_process_keeps_what_it_loaded_out_of_the_collector() -> None:
+    """Run as a process, a command that prints and leaves holds the transcript out of the
+    collector's walks (a full walk of a 100 MB session takes 0.2 s, twice in a report under
+    another policy); called as a function, it holds nothing."""
+    code = (
+        "import contextlib, gc, io, sys\n"
+        "import inspector.cli as cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert cli.main(['report', '--json', {str(SAMPLE)!r}]) == 0\n"
+        "print(gc.get_freeze_count())\n"
+        f"sys.argv = ['ctxi', 'report', '--json', {str(SAMPLE)!r}]\n"
+        "cli._exit_at_once = lambda code: print(code, gc.get_freeze_count() > 0)\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    cli.main()\n"
+        "print(out.getvalue().splitlines()[-1])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, timeout=120
+    ).stdout.splitlines()
+    assert out == ["0", "0 True"]
+
+
+def test_bulk_builds_after_hold_for_good_are_held_too() -> None:
+    code = (
+        "import gc\n"
+        "from inspector.model.bulk import hold_for_good, paused_gc\n"
+        "with paused_gc():\n"
+        "    a = [[i] for i in range(5000)]\n"
+        "print(gc.get_freeze_count())\n"  # moved to the oldest generation, nothing held
+        "hold_for_good()\n"
+        "held = gc.get_freeze_count()\n"
+        "with paused_gc():\n"
+        "    b = [[i] for i in range(5000)]\n"
+        "print(gc.get_freeze_count() - held >= 5001, gc.isenabled())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, timeout=120
+    ).stdout.splitlines()
+    assert out == ["0", "True True"]

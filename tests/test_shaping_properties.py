@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,15 +31,18 @@ from inspector.shaping import (
     EagerToolOutputClear,
     ExtractiveSummarizer,
     Layer,
+    Microcompact,
     OldHistorySnip,
     PerToolResultBudget,
     Policy,
+    TokenMemo,
     ToolOutputClear,
     explain,
     group_spans,
     load_policy,
     unpaired,
 )
+from inspector.shaping.tool_output_clear import compactable_results
 from inspector.tokens import HeuristicEstimator, serialize
 
 SETTINGS = settings(
@@ -398,3 +402,107 @@ def test_broken_ledgers_gain_no_orphans(
     assert all(out.get(m.id) == m for m in ledger if m.pinned)
     assert result.tokens_after <= result.tokens_before
     assert layer.apply(result.view, budget, estimator, forced=forced).view == result.view
+
+
+class ContraryChars:
+    """An estimator under which clearing a result can make its message bigger (a result of 37 to
+    65 characters sizes below the placeholder's 33), so the layers' "not sized higher" rule acts."""
+
+    name = "chars mod 37"
+
+    def text(self, text: str) -> int:
+        return len(text) % 37
+
+    def message(self, message: Message) -> int:
+        return 3 + sum(len(b.content) % 37 for b in message.tool_results) + len(message.text) // 4
+
+
+@st.composite
+def growing_ledgers(draw: st.DrawFn) -> tuple[list[Message], list[int]]:
+    """A session of tool exchanges (results around the placeholder's length, a few pinned, some
+    messages lost or moved: a result may come before its call, long after it, or have none) and
+    the lengths its ledger is sent at, request after request."""
+    counter = itertools.count()
+    msgs: list[Message] = [Message(id="task", role=Role.USER, blocks=(TextBlock(text="Fix the tests"),))]
+    for _ in range(draw(st.integers(1, 40))):
+        calls = [
+            ToolCallBlock(id=f"call{next(counter)}", name=draw(st.sampled_from(TOOLS)), arguments={})
+            for _ in range(draw(st.integers(1, 3)))
+        ]
+        msgs.append(Message(id=f"a{next(counter)}", role=Role.ASSISTANT, blocks=tuple(calls)))
+        results = tuple(
+            ToolResultBlock(
+                call_id=c.id, content=filler(draw(st.sampled_from((0, 20, 40, 60, 300))), k, False)
+            )
+            for k, c in enumerate(calls)
+        )
+        pinned = draw(st.integers(0, 12)) == 0
+        source = Source.of(SourceKind.SKILL) if pinned else Source.of(SourceKind.TOOL_OUTPUT)
+        if draw(st.booleans()):
+            msgs.append(Message(id=f"r{next(counter)}", role=Role.USER, blocks=results, source=source))
+        else:
+            msgs.extend(
+                Message(id=f"r{next(counter)}", role=Role.TOOL, blocks=(r,), source=source) for r in results
+            )
+    lost = draw(st.sets(st.integers(1, len(msgs) - 1), max_size=2))
+    msgs = [m for k, m in enumerate(msgs) if k not in lost]
+    for _ in range(draw(st.integers(0, 4)) if len(msgs) > 2 else 0):
+        k = draw(st.integers(1, len(msgs) - 1))
+        to = min(len(msgs) - 1, max(1, k + draw(st.integers(-2, 10))))
+        msgs.insert(to, msgs.pop(k))
+    cuts = sorted(draw(st.sets(st.integers(1, len(msgs)), min_size=1, max_size=30)))
+    return msgs, cuts
+
+
+@SETTINGS
+@given(
+    grown=growing_ledgers(),
+    budget=st.sampled_from((Budget.for_window(None), Budget.for_window(36_000), Budget.for_window(200_000))),
+    estimator=st.sampled_from((*ESTIMATORS, ContraryChars())),
+    layer_name=st.sampled_from(("tool_output_clear", "microcompact")),
+    forced=st.lists(st.integers(0, 4).map(bool), min_size=30, max_size=30),
+    one_memo=st.booleans(),
+)
+def test_clearing_goes_on_as_if_afresh(
+    grown: tuple[list[Message], list[int]],
+    budget: Budget,
+    estimator: HeuristicEstimator | CharsOverFour | ContraryChars,
+    layer_name: str,
+    forced: list[bool],
+    one_memo: bool,
+) -> None:
+    """One clearing layer shaping the growing ledger of request after request (it goes on from the
+    view before) gives, at every request, what a fresh layer gives: the view, the figures, the
+    reason and every decision."""
+    make: Callable[[], Layer] = ToolOutputClear if layer_name == "tool_output_clear" else Microcompact
+    msgs, cuts = grown
+    going, quiet = make(), make()
+    shared, quiet_memo = TokenMemo(estimator), TokenMemo(estimator)
+    for n, force in zip(cuts, forced, strict=False):
+        view = tuple(msgs[:n])
+        sizer = shared if one_memo else TokenMemo(estimator)
+        got = going.apply(view, budget, sizer, forced=force)
+        want = make().apply(view, budget, TokenMemo(estimator), forced=force)
+        # as a simulation runs it: no decisions written, the same view and figures
+        hushed = quiet.apply(view, budget, quiet_memo, forced=force, explain=False)
+        assert (hushed.view, hushed.tokens_after, hushed.reason, hushed.decisions) == (
+            want.view,
+            want.tokens_after,
+            want.reason,
+            (),
+        )
+        assert got.view == want.view
+        assert (got.tokens_before, got.tokens_after, got.fired, got.cleared) == (
+            want.tokens_before,
+            want.tokens_after,
+            want.fired,
+            want.cleared,
+        )
+        assert got.reason == want.reason
+        assert got.decisions == want.decisions
+        assert got.tokens_after == total(got.view, estimator)
+        if got.fired:
+            # the slots it went on with are the rule's: compactable results in call order
+            layer = cast(ToolOutputClear, going)
+            rule = [s for s in compactable_results(view, layer.compactable) if not view[s.message].pinned]
+            assert layer._found.free == rule

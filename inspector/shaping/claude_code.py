@@ -258,7 +258,7 @@ class Microcompact(ToolOutputClear):
         src = tuple(view)
         before = sizer.view(src)
         if forced or before > budget.trigger:
-            return super().apply(src, budget, sizer, forced=forced)
+            return super().apply(src, budget, sizer, forced=forced, explain=explain)
         gap = idle_minutes(src)
         limit = self.idle_gap_minutes
         if limit is None or gap is None or gap <= limit:
@@ -266,7 +266,7 @@ class Microcompact(ToolOutputClear):
             if limit is not None and gap is not None:
                 why += f"; {gap:,.0f} min since the last assistant message, within the {limit:g}-min cache lifetime"
             return no_change(self, src, before, why, forced)
-        result = super().apply(src, budget, sizer, forced=True)
+        result = super().apply(src, budget, sizer, forced=True, explain=explain)
         old = pressure(before, budget, True)
         new = f"idle {gap:,.0f} min since the last assistant message > {limit:g}-min cache lifetime"
         return replace(

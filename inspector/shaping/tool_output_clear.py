@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from inspector.model import Message, ToolResultBlock
 
@@ -13,6 +15,7 @@ from .base import (
     Decision,
     LayerResult,
     Sizer,
+    TokenMemo,
     ViewScan,
     kept_pinned,
     ordinal,
@@ -33,6 +36,11 @@ class ResultSlot:
     message: int
     block: int
     tool: str
+
+
+def _slot_key(s: ResultSlot) -> tuple[int, int, int]:
+    """Call order, then view order: how `compactable_results` lists its slots."""
+    return (s.order, s.message, s.block)
 
 
 _Facts = tuple[tuple[tuple[str, str], ...], tuple[tuple[int, str], ...]]
@@ -109,6 +117,168 @@ def replace_results(
     return out
 
 
+class _Found:
+    """`compactable_results` of a view that grows, kept up to date from its new messages alone.
+
+    The ledgers of consecutive requests extend one another: a view that starts with the last one
+    keeps its calls' order, and its results only gain company (a new result; an old one whose
+    call arrives). `free` is the slots of unpinned messages, in the same order."""
+
+    __slots__ = ("compactable", "free", "order", "slots", "view", "waiting")
+
+    def __init__(self, compactable: frozenset[str]) -> None:
+        self.compactable = compactable
+        self._clear()
+
+    def _clear(self) -> None:
+        self.view: tuple[Message, ...] = ()
+        self.order: dict[str, tuple[int, str]] = {}
+        """Call id -> (its order among the view's calls, the tool it names)."""
+        self.waiting: dict[str, list[tuple[int, int]]] = {}
+        """Call id -> (message, block) of each result whose call is not in the view (yet)."""
+        self.slots: list[ResultSlot] = []
+        self.free: list[ResultSlot] = []
+
+    def update(
+        self, view: tuple[Message, ...], facts: list[tuple[int, _Facts]]
+    ) -> tuple[tuple[Message, ...], int | None]:
+        """Bring the slots to `view` (`facts`: its `_facts`, by index). Returns the view before and,
+        where `view` extends it, the lowest place in `free` a slot went in at (`len(free)` when none
+        did: every slot before it kept its place); None where the slots were found afresh."""
+        last = self.view
+        n = len(last)
+        extends = bool(n) and len(view) >= n and view[:n] == last  # identity first, at C speed
+        if not extends:
+            self._clear()
+            n = 0
+        order, waiting, compactable = self.order, self.waiting, self.compactable
+        new = facts[bisect_left(facts, n, key=itemgetter(0)) :] if n else facts
+        placed: list[tuple[int, int, str]] = []
+        # every call first (a result may come before its call in the view), then every result
+        for _, (calls, _results) in new:
+            for cid, name in calls:
+                if cid not in order:
+                    order[cid] = (len(order), name)
+                    early = waiting.pop(cid, None)
+                    if early:
+                        placed.extend((i, j, cid) for i, j in early)
+        for i, (_calls, results) in new:
+            placed.extend((i, j, cid) for j, cid in results)
+        free = self.free
+        lowest = len(free)
+        for i, j, cid in placed:
+            call = order.get(cid)
+            if call is None:
+                waiting.setdefault(cid, []).append((i, j))
+                continue
+            if not is_compactable(call[1], compactable):
+                continue
+            slot = ResultSlot(order=call[0], message=i, block=j, tool=call[1])
+            insort(self.slots, slot, key=_slot_key)
+            if not view[i].pinned:
+                at = bisect_right(free, _slot_key(slot), key=_slot_key)
+                free.insert(at, slot)
+                lowest = min(lowest, at)
+        self.view = view
+        return last, (lowest if extends else None)
+
+
+class _Clearing:
+    """What the layer cleared in the last view it acted on, to go on from when the next extends it.
+
+    Going on gives what clearing afresh gives (the tests hold the two equal): with the same sizer
+    and the same number kept, an older result stays older as the view grows (its place in `free`
+    only moves back), so the results cleared before stay cleared, and only the messages holding
+    results that became older are looked at again."""
+
+    __slots__ = (
+        "by_message",
+        "changed",
+        "cleared",
+        "keep",
+        "result",
+        "saved",
+        "sizer",
+        "split",
+        "targets",
+        "view",
+    )
+
+    def __init__(self) -> None:
+        self.view: tuple[Message, ...] = ()
+        self.sizer: TokenMemo | None = None
+        self.keep = -1
+        self.split = 0
+        """How many of `free` are older (all but the `keep` most recent)."""
+        self.targets: list[ResultSlot] = []
+        """The older results longer than the placeholder, in call order."""
+        self.by_message: dict[int, list[ResultSlot]] = {}
+        self.changed: dict[int, Message] = {}
+        self.saved = 0
+        """What the changed messages weigh less than before (the sizer's figures)."""
+        self.cleared = 0
+        """The targets in changed messages."""
+        self.result: tuple[Message, ...] = ()
+
+    def update(
+        self,
+        src: tuple[Message, ...],
+        sizer: TokenMemo,
+        keep: int,
+        found: _Found,
+        last: tuple[Message, ...],
+        lowest: int | None,
+        made: _Replaced,
+    ) -> None:
+        free = found.free
+        split = max(0, len(free) - keep)
+        goes_on = (
+            lowest is not None
+            and last is self.view
+            and lowest >= self.split
+            and sizer is self.sizer
+            and keep == self.keep
+        )
+        if goes_on:
+            newly = free[self.split : split]
+            start = len(self.view)
+        else:
+            self.targets, self.by_message, self.changed = [], {}, {}
+            self.saved = self.cleared = 0
+            newly = free[:split]
+            start = 0
+        touched: dict[int, int] = {}
+        """Message index -> how many of its results were targets before this view."""
+        for s in newly:
+            b = src[s.message].blocks[s.block]
+            assert isinstance(b, ToolResultBlock)
+            if len(CLEARED_CONTENT) < len(b.content):
+                self.targets.append(s)
+                slots = self.by_message.setdefault(s.message, [])
+                touched.setdefault(s.message, len(slots))
+                slots.append(s)
+        out = list(self.result) if start else []
+        out.extend(src[start:])
+        size = sizer.message
+        for i, before in touched.items():
+            slots = self.by_message[i]
+            new = replace_results(src, slots, {(i, s.block): CLEARED_CONTENT for s in slots}, made)[i]
+            was = self.changed.pop(i, None)
+            if was is not None:
+                self.saved -= size(src[i]) - size(was)
+                self.cleared -= before
+            # a message an estimator would size higher after clearing is left as it was
+            if size(new) <= size(src[i]):
+                self.changed[i] = new
+                self.saved += size(src[i]) - size(new)
+                self.cleared += len(slots)
+                out[i] = new
+            else:
+                out[i] = src[i]
+        self.view, self.sizer, self.keep, self.split = src, sizer, keep, split
+        self.result = tuple(out)
+
+
 class ToolOutputClear:
     """Reactive: does nothing unless the estimate exceeds `budget.trigger` (or forced).
 
@@ -120,6 +290,9 @@ class ToolOutputClear:
     write results are never touched, nor are pinned messages. The call, the result message and its
     id survive: no orphan, no model call, assistant reasoning kept. Already cleared results are
     skipped, so running it twice equals running it once.
+
+    Run on the growing ledgers of consecutive requests, it goes on from the last one (`_Found`,
+    `_Clearing`): the cost of a request is that of its new messages, not of its whole view.
     """
 
     name = "tool_output_clear"
@@ -130,6 +303,8 @@ class ToolOutputClear:
         self.compactable = canonical_set(compactable)
         self._scan: ViewScan[_Facts] = ViewScan(_facts)
         self._made: _Replaced = {}
+        self._found = _Found(self.compactable)
+        self._clearing = _Clearing()
 
     def apply(
         self,
@@ -144,28 +319,47 @@ class ToolOutputClear:
         if isinstance(ready, LayerResult):
             return ready
         src, sizer, before, cause = ready.src, ready.sizer, ready.before, ready.cause
-        unchanged = ready.unchanged
         keep = budget.results_kept
-        slots = compactable_results(src, self.compactable, self._scan(src, sizer))
-        free = [s for s in slots if not src[s.message].pinned]
-        total = len(free)
-        split = max(0, total - keep)
-        older, recent = free[:split], free[split:]
-        rank = {(s.message, s.block): total - k for k, s in enumerate(free)} if explain else {}
-
-        targets = [s for s in older if len(CLEARED_CONTENT) < len(self._content(src, s))]
-        changed = replace_results(
-            src, targets, {(s.message, s.block): CLEARED_CONTENT for s in targets}, self._made
-        )
-        # A message an estimator would size higher after clearing is left as it was.
-        changed = {i: new for i, new in changed.items() if sizer.message(new) <= sizer.message(src[i])}
-        if not changed:
+        found, c = self._found, self._clearing
+        last, lowest = found.update(src, self._scan(src, sizer))
+        c.update(src, sizer, keep, found, last, lowest, self._made)
+        total = len(found.free)
+        if not c.changed:
             if total <= keep:
-                return unchanged(f"{cause}, but only {plural(total, 'compactable result')}, {keep} kept")
-            return unchanged(f"{cause}, but no older compactable result is longer than the placeholder")
+                return ready.unchanged(
+                    f"{cause}, but only {plural(total, 'compactable result')}, {keep} kept"
+                )
+            return ready.unchanged(f"{cause}, but no older compactable result is longer than the placeholder")
+        result = c.result
+        after = before - c.saved
+        sizer.seed_view(result, after)
+        recent = found.free[c.split :]
+        return LayerResult(
+            name=self.name,
+            label=self.label,
+            view=result,
+            tokens_before=before,
+            tokens_after=after,
+            fired=True,
+            reason=(
+                f"{cause}; cleared {plural(c.cleared, 'older compactable result')}, "
+                f"kept the {len(recent)} most recent"
+            ),
+            decisions=self._decisions(src, sizer, cause, keep) if explain else (),
+            cleared=len(c.changed),
+            forced=forced,
+        )
 
+    def _decisions(
+        self, src: tuple[Message, ...], sizer: TokenMemo, cause: str, keep: int
+    ) -> tuple[Decision, ...]:
+        found, c = self._found, self._clearing
+        free = found.free
+        total = len(free)
+        rank = {(s.message, s.block): total - k for k, s in enumerate(free)}
+        changed = c.changed
         decisions: list[Decision] = []
-        for i, group in _by_message(s for s in targets if s.message in changed and explain):
+        for i, group in _by_message(s for s in c.targets if s.message in changed):
             decisions.append(
                 Decision(
                     message_id=src[i].id,
@@ -176,7 +370,7 @@ class ToolOutputClear:
                     tokens_after=sizer.message(changed[i]),
                 )
             )
-        for i, group in _by_message(recent if explain else ()):
+        for i, group in _by_message(free[c.split :]):
             decisions.append(
                 Decision(
                     message_id=src[i].id,
@@ -187,32 +381,9 @@ class ToolOutputClear:
                     tokens_after=sizer.message(src[i]),
                 )
             )
-        for i, _ in _by_message(s for s in slots if explain and src[s.message].pinned):
+        for i, _ in _by_message(s for s in found.slots if src[s.message].pinned):
             decisions.append(kept_pinned(self.name, src[i], sizer))
-        result = tuple(changed.get(i, m) for i, m in enumerate(src))
-        after = sizer.view(result)
-        n_cleared = sum(1 for s in targets if s.message in changed)
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=after,
-            fired=True,
-            reason=(
-                f"{cause}; cleared {plural(n_cleared, 'older compactable result')}, "
-                f"kept the {len(recent)} most recent"
-            ),
-            decisions=tuple(decisions),
-            cleared=len(changed),
-            forced=forced,
-        )
-
-    @staticmethod
-    def _content(view: Sequence[Message], slot: ResultSlot) -> str:
-        b = view[slot.message].blocks[slot.block]
-        assert isinstance(b, ToolResultBlock)
-        return b.content
+        return tuple(decisions)
 
 
 def _by_message(slots: Iterable[ResultSlot]) -> list[tuple[int, list[ResultSlot]]]:
