@@ -95,3 +95,19 @@ def test_heuristic_counts_ascii_thirds_and_one_per_wide_character(text: str) -> 
     ascii_count = sum(1 for ch in text if ch < "\x80")
     wide = len(text) - ascii_count
     assert heuristic_tokens(text) == -(-ascii_count // 3) + wide
+
+
+@pytest.mark.parametrize("threaded_chars", [10**9, 1])
+def test_tiktoken_batches_count_each_text_in_order(
+    monkeypatch: pytest.MonkeyPatch, threaded_chars: int
+) -> None:
+    """A batch gives each text's own count, in order, tokenized in this thread or by runs in
+    several (`THREADED_CHARS`: every batch threaded when 1)."""
+    monkeypatch.setattr(tk, "THREADED_CHARS", threaded_chars)
+    monkeypatch.setattr(tk.os, "cpu_count", lambda: 2)
+    est = TiktokenEstimator()
+    texts = [f"line {i}: " + "def f(x):\n    return x * 2  # 数据\n" * (i % 7) for i in range(60)] + [""]
+    alone = [est.text(t) for t in texts]
+    assert est.texts(texts) == alone
+    assert alone[0] == 5 and alone[-1] == 0  # "line", " ", "0", ":", " " and len(set(alone)) > 7
+    assert est.texts([]) == [] and est.texts(texts[3:4]) == alone[3:4]

@@ -90,9 +90,20 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
     after = 0
     rows: list[RequestAccuracy] = []
     reqs = transcript.requests
-    for prev, req in itertools.pairwise(reqs):
-        if req.usage is None or prev.usage is None or req.usage.context <= 0:
-            continue
+    pairs = [
+        (prev, req)
+        for prev, req in itertools.pairwise(reqs)
+        if req.usage is not None and prev.usage is not None and req.usage.context > 0
+    ]
+    # the messages each request added, tokenized in one batch (a batch per request costs more)
+    added_texts = {
+        req.index: [serialize(m) for m in transcript.ledger(req.index)[prev.ledger_len :]]
+        for prev, req in pairs
+        if req.segment == prev.segment
+    }
+    sizes = iter(tik.texts([t for texts in added_texts.values() for t in texts]))
+    for prev, req in pairs:
+        assert req.usage is not None and prev.usage is not None
         k = req.index
         reported = req.usage.context
         if req.segment != prev.segment:
@@ -108,11 +119,10 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
                 )
             )
             continue
-        added = transcript.ledger(k)[prev.ledger_len :]
-        texts = [serialize(m) for m in added]
+        texts = added_texts[k]
         predicted = {
             "baseline": prev.usage.context + round(sum(len(t) for t in texts) / 4),
-            "baseline_tiktoken": prev.usage.context + sum(tik.texts(texts)),
+            "baseline_tiktoken": prev.usage.context + sum(itertools.islice(sizes, len(texts))),
         }
         for mode in MODES:
             p = cals[mode].predicted(k)
