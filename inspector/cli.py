@@ -89,12 +89,24 @@ def _app_parser() -> argparse.ArgumentParser:
     return p
 
 
+PATH_HELP = "a transcript file or session folder"
+
+
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, what: str
+) -> argparse.ArgumentParser:
+    """A command's parser: what it does, in the list of commands and atop its own --help."""
+    return sub.add_parser(name, help=what, description=what[0].upper() + what[1:] + ".")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="context-inspector", description=DESCRIPTION)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
-    r = sub.add_parser("report", help="print a transcript's facts (or --json)")
-    r.add_argument("path", help="a transcript file or session folder")
+    r = _command(
+        sub, "report", "print a transcript's facts: requests, context, compactions, fidelity (or --json)"
+    )
+    r.add_argument("path", help=PATH_HELP)
     r.add_argument("--json", action="store_true", help="print the JSON report (a stable schema)")
     r.add_argument(
         "--step", type=_positive_int, default=None, help="also run the pipeline at request K (1-based)"
@@ -112,27 +124,40 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_shaping_options(r)
 
-    c = sub.add_parser("calibrate", help="how well calibrated weights predict what the provider billed")
-    c.add_argument("path")
-    c.add_argument("--estimator", choices=("heuristic", "tiktoken"), default="heuristic")
+    c = _command(sub, "calibrate", "how well calibrated weights predict what the provider billed")
+    c.add_argument("path", help=PATH_HELP)
+    c.add_argument(
+        "--estimator",
+        choices=("heuristic", "tiktoken"),
+        default="heuristic",
+        help="the local estimate calibration starts from (default: heuristic)",
+    )
     c.add_argument(
         "--mode", choices=("proportional", "delta"), default=None, help="show this mode's per-request errors"
     )
-    c.add_argument("--json", action="store_true")
+    c.add_argument("--json", action="store_true", help="print the errors as JSON")
 
-    f = sub.add_parser(
-        "findings", help="symptoms the transcript shows: re-reads after clearing, storms, loops, ..."
+    f = _command(
+        sub,
+        "findings",
+        "symptoms the transcript shows: re-reads after clearing, storms, loops, ... "
+        "(exit 1 when one is an error)",
     )
-    f.add_argument("path")
-    f.add_argument("--json", action="store_true")
+    f.add_argument("path", help=PATH_HELP)
+    f.add_argument("--json", action="store_true", help="print the findings as JSON")
     f.add_argument(
-        "--check", action="append", default=None, metavar="NAME", help="run only this check (repeatable)"
+        "--check",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="run only this check (repeatable): reread, stop_reason, orphans, compaction_storm, "
+        "overflow, loops, pressure",
     )
     _add_shaping_options(f)
 
-    x = sub.add_parser("export", help="the report at a request as JSON, Markdown, HTML or SVG")
-    x.add_argument("path")
-    x.add_argument("--format", choices=("json", "md", "html", "svg"), default="md")
+    x = _command(sub, "export", "the report at a request as JSON, Markdown, HTML or SVG")
+    x.add_argument("path", help=PATH_HELP)
+    x.add_argument("--format", choices=("json", "md", "html", "svg"), default="md", help="default: md")
     x.add_argument("--step", type=_positive_int, default=None, help="the request (default: the last)")
     x.add_argument(
         "--redact", action="store_true", help="replace API keys, tokens, private keys, URL passwords"
@@ -140,14 +165,14 @@ def _parser() -> argparse.ArgumentParser:
     x.add_argument("-o", "--output", default=None, help="file to write (default: standard output)")
     _add_shaping_options(x)
 
-    s = sub.add_parser("sessions", help="list the sessions found on this machine, newest first")
-    s.add_argument("--json", action="store_true")
+    s = _command(sub, "sessions", "list the sessions found on this machine, newest first")
+    s.add_argument("--json", action="store_true", help="print the list as JSON")
 
-    t = sub.add_parser("tour", help="a guided tour of a bundled scenario in the app (none: list them)")
+    t = _command(sub, "tour", "a guided tour of a bundled scenario in the app (none: list them)")
     t.add_argument("scenario", nargs="?", metavar="SCENARIO", help="the scenario (none: list them)")
 
-    e = sub.add_parser("explain", help="say why a message was changed at a request")
-    e.add_argument("path")
+    e = _command(sub, "explain", "say why a message was changed at a request")
+    e.add_argument("path", help=PATH_HELP)
     e.add_argument("message", help="message id (or a unique prefix of one)")
     e.add_argument("--step", type=_positive_int, default=None, help="the request (default: the last)")
     _add_shaping_options(e)

@@ -366,3 +366,30 @@ def test_report_cache_cost_of_eager_clear(capsys: pytest.CaptureFixture[str]) ->
     assert plain["policy"] == "opencollab" and (plain["rewrites"], plain["rebilled_tokens"]) == (0, 0)
     assert with_eager["rewrites"] == 9 and with_eager["rebilled_tokens"] == 66526
     assert with_eager["cached_tokens"] < plain["cached_tokens"]
+
+
+def test_every_command_says_what_it_does_and_what_each_argument_is(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+
+    from inspector.cli import COMMANDS, _parser
+    from inspector.findings.checks import CHECKS
+
+    parser = _parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) == set(COMMANDS)
+    for name, command in sub.choices.items():
+        assert command.description and command.description.endswith("."), name
+        bare = [a.dest for a in command._actions if not a.help and a.dest != "help"]
+        assert bare == [], name
+        with pytest.raises(SystemExit):
+            parser.parse_args([name, "--help"])
+        flat = " ".join(capsys.readouterr().out.split())
+        assert command.description in flat
+    # the check names the help of --check lists are the registry's
+    with pytest.raises(SystemExit):
+        parser.parse_args(["findings", "--help"])
+    flat = " ".join(capsys.readouterr().out.split())
+    assert f"run only this check (repeatable): {', '.join(CHECKS)}" in flat
+    assert "Symptoms the transcript shows" in flat and "(exit 1 when one is an error)." in flat
