@@ -120,6 +120,14 @@ reader decodes most lines with msgspec's typed decoder and the rest with orjson;
 faster of the two libraries decoding every line whole)."""
 FLOOR_LIBRARIES = ("orjson", "msgspec")
 
+OTHER_COMMANDS: tuple[tuple[str, ...], ...] = (
+    ("report", "--json", "--policy", "opencollab"),
+    ("findings", "--json"),
+    ("calibrate", "--json"),
+)
+"""Commands beside `report --json` on the same file, timed once each against the same floor (no
+target of DESIGN.md §7: a user waits on them too, and a change that slows one shows here)."""
+
 
 def p95(values: list[float]) -> float:
     """The 95th percentile, nearest rank below (of a handful of latencies: no interpolation)."""
@@ -159,6 +167,20 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
     bound = json.loads(out)
     # the memory target is about the transcript: on a small file the interpreter alone dominates
     memory_target = big.bytes >= 50_000_000
+    others = [
+        Figure(
+            name=f"open, other commands: {' '.join(args)}, {mb:,.0f} MB",
+            target="(comparison)",
+            measured=w,
+            unit="s",
+            floor=floor,
+            floor_what="the same floor",
+            ratio=w / floor,
+            detail={"peak_bytes": rss},
+        )
+        for args in OTHER_COMMANDS
+        for w, rss, _ in [timed_child([PY, "-m", "inspector", args[0], path, *args[1:]])]
+    ]
     return [
         Figure(
             name=f"open: report --json, {mb:,.0f} MB",
@@ -202,6 +224,7 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
             passed=(peak / big.bytes <= 3.0) if memory_target else None,
             detail={"peak_bytes": peak, "file_bytes": big.bytes},
         ),
+        *others,
     ]
 
 
