@@ -87,6 +87,28 @@ def test_other_transcripts_under_that_policy_decide_with_calibrated_weights() ->
     assert not Replay.open(load(RUN_DIR), "claude-code").decides_as_harness
 
 
+def test_the_report_says_whose_estimates_they_are(capsys: pytest.CaptureFixture[str]) -> None:
+    """Each request's harness estimate is the policy's harness's: what it decided with on its own
+    transcript, what it would have estimated on another's (the text report's column says so)."""
+    from inspector.cli import main
+
+    long = str(sample_path("long-session"))
+    for path, policy, harness, wrote in (
+        (str(RUN_DIR), "opencollab", "OpenCollab", True),
+        (long, "claude-code", "Claude Code", True),
+        (long, "opencollab", "OpenCollab", False),
+        (str(RUN_DIR), "claude-code", "Claude Code", False),
+    ):
+        assert main(["report", path, "--json", "--policy", policy]) == 0
+        budget = json.loads(capsys.readouterr().out)["budget"]
+        assert (budget["harness"], budget["harness_wrote_transcript"]) == (harness, wrote), (path, policy)
+    assert main(["report", long, "--policy", "opencollab"]) == 0
+    text = capsys.readouterr().out
+    assert "OpenCollab would" in text and "harness estimate" not in text  # (the header may wrap)
+    assert main(["report", long]) == 0
+    assert "harness estimate" in capsys.readouterr().out
+
+
 def test_under_another_policy_the_ledger_still_holds_what_was_cleared_whole() -> None:
     """The clearing was OpenCollab's view, not its ledger: Claude Code's policy is shown the same
     raw ledger (and, deciding with calibrated weights under its trigger, sends it all)."""

@@ -293,7 +293,9 @@ async def test_open_message_and_help() -> None:
         await pilot.pause(0.2)
         text = screen_text(app)
         assert "previous / next request" in text
-        assert "tool output clear" in text
+        await pilot.press("pagedown")
+        await pilot.pause(0.2)
+        assert "raw ledger | per-tool budget | tool output clear" in screen_text(app)
 
 
 async def test_policy_choice_changes_the_columns() -> None:

@@ -21,7 +21,7 @@ from inspector.shaping.pipeline import recast
 from inspector.shaping.policy import preset_for_format
 from inspector.tokens import Estimator, get_estimator
 from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator, Calibration, overhead_message
-from inspector.tokens.harness import ESTIMATORS, OWN_FORMAT, cached_harness_tokens, harness_tokens, own_sizer
+from inspector.tokens.harness import ESTIMATORS, cached_harness_tokens, harness_tokens, own_sizer
 
 STEP_CACHE = 256
 DEFAULT_POLICY = "opencollab"
@@ -111,15 +111,22 @@ class Replay:
         self._observed_upto: tuple[int, int] = (-1, 0)
         """(n, the largest context the first n requests reported), for `refreshed`."""
         own = own_sizer(policy.trigger_estimator, OVERHEAD_ID)
-        self._own: TokenMemo | None = (
-            TokenMemo(own)
-            if own is not None and OWN_FORMAT.get(policy.trigger_estimator) == transcript.format
-            else None
-        )
+        self._own: TokenMemo | None = TokenMemo(own) if own is not None and self.harness_wrote_it else None
         """Set where the policy's harness sizes its context by itself and wrote this transcript
         (OpenCollab): its layers then decide as it did, with its own estimate (DESIGN.md §2.5),
         and the views they make are weighed with the calibrated weights."""
         self._cleared_from: dict[str, tuple[int, int]] | None = None
+
+    @property
+    def harness(self) -> str:
+        """The harness whose estimator the policy's trigger decisions use ("OpenCollab")."""
+        return ESTIMATORS[self.policy.trigger_estimator].harness
+
+    @property
+    def harness_wrote_it(self) -> bool:
+        """Whether that harness wrote this transcript: its estimates are then what it decided
+        with; on another harness's transcript they are what it would have estimated."""
+        return ESTIMATORS[self.policy.trigger_estimator].format == self.transcript.format
 
     @property
     def decides_as_harness(self) -> bool:
@@ -369,6 +376,8 @@ class Replay:
             groups_kept=b.groups_kept,
             results_kept=b.results_kept,
             blocking=b.blocking,
+            harness=self.harness,
+            harness_wrote_transcript=self.harness_wrote_it,
         )
 
     def harness_estimates(self) -> list[int]:

@@ -181,10 +181,17 @@ def render_report(report: Report) -> RenderableType:
 
     if report.requests:
         rq = Table(title="Context per request", title_justify="left")
-        cols = ["request", "context", "harness estimate", "output", "spent so far", "segment"]
+        b = report.budget
+        # on another harness's transcript the figures are what the policy's harness would estimate
+        estimate = (
+            f"{b.harness} would estimate"
+            if b.harness and b.harness_wrote_transcript is False
+            else "harness estimate"
+        )
+        cols = ["request", "context", estimate, "output", "spent so far", "segment"]
         harness = any(r.harness_estimate is not None for r in report.requests)
         if not harness:
-            cols.remove("harness estimate")
+            cols.remove(estimate)
         for col in cols:
             rq.add_column(col, justify="right")
         rows = report.requests

@@ -105,6 +105,15 @@ class BudgetRow(BaseModel):
     groups_kept: int
     results_kept: int
     blocking: int | None
+    harness: str | None = Field(
+        default=None,
+        description="the harness whose own estimator the trigger decisions use (each request's harness_estimate)",
+    )
+    harness_wrote_transcript: bool | None = Field(
+        default=None,
+        description="that harness wrote this transcript: its estimates are what it decided with, "
+        "not what it would have estimated",
+    )
 
 
 class LayerRow(BaseModel):

@@ -88,6 +88,10 @@ class EstimatorSpec:
     description: str
     at_or_above: bool
     uses_reports: bool
+    harness: str
+    """The harness that decides with it, as users name it ("Claude Code")."""
+    format: str
+    """The transcript format that harness writes (`Transcript.format`)."""
 
     def over(self, value: int, trigger: int) -> bool:
         """Whether the harness's figure `value` is over its trigger line, as it compares them."""
@@ -100,21 +104,32 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
         "OpenCollab's character heuristic over the ledger (64 + chars/3 of each message's JSON)",
         False,
         False,
+        "OpenCollab",
+        "opencollab",
     ),
     "claude_code": EstimatorSpec(
         "claude_code",
         "Claude Code: last report + its response's output + chars/4 of the messages after it",
         True,
         True,
+        "Claude Code",
+        "claude-code",
     ),
     "opencode": EstimatorSpec(
         "opencode",
         "opencode: the last step's tokens (input + output + cache); chars/4 before any",
         True,
         True,
+        "opencode",
+        "opencode",
     ),
     "codex": EstimatorSpec(
-        "codex", "Codex: last total_tokens + bytes/4 of the items appended after it", True, True
+        "codex",
+        "Codex: last total_tokens + bytes/4 of the items appended after it",
+        True,
+        True,
+        "Codex",
+        "codex",
     ),
 }
 """Estimator name -> spec. `Policy.trigger_estimator` names one of these."""
@@ -359,14 +374,11 @@ class OwnSizer:
         return 0 if message.id == self.skip else opencollab_message_tokens(message)
 
 
-OWN_FORMAT = {"heuristic": "opencollab"}
-"""Estimator that sizes by itself -> the format of the transcripts its harness writes."""
-
-
 def own_sizer(name: str, skip: str) -> OwnSizer | None:
     """The sizer of estimator `name` when it uses no report (`ESTIMATORS[name].uses_reports`
     False), else None: a report-based figure has no per-message form to decide with."""
-    return OwnSizer(name, skip) if name in OWN_FORMAT else None
+    spec = ESTIMATORS.get(name)
+    return OwnSizer(name, skip) if spec is not None and not spec.uses_reports else None
 
 
 class _RoughFn(Protocol):
@@ -847,7 +859,6 @@ def harness_window(transcript: Transcript) -> int | None:
 
 __all__ = [
     "ESTIMATORS",
-    "OWN_FORMAT",
     "EstimatorSpec",
     "HarnessEstimate",
     "HasTriggerEstimator",

@@ -837,9 +837,15 @@ class MainScreen(Screen[None]):
             parts.append(
                 f"◆ the harness compacted ({how.strip() or 'recorded'}{before}) right before this request"
             )
-        if view.harness is not None:
+        if view.harness is not None and self.replay is not None:
             value, over = view.harness
-            parts.append(f"the harness estimated {tokens(value)}{', over its trigger' if over else ''}")
+            over_it = ", over its trigger" if over else ""
+            if self.replay.harness_wrote_it:
+                parts.append(f"the harness estimated {tokens(value)}{over_it}")
+            else:
+                # another harness wrote the session: the policy's harness never saw it; its layers
+                # here decide with calibrated weights
+                parts.append(f"{self.replay.harness} would estimate {tokens(value)}{over_it}")
         if view.predicted is not None and view.reported is not None and view.reported:
             error = (view.predicted - view.reported) / view.reported
             parts.append(f"weights before it predicted {tokens(view.predicted)} ({error:+.1%})")

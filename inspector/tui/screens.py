@@ -219,7 +219,8 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
             "estimator (Claude Code: the last report plus characters/4 of what came after it; "
             "OpenCollab: 64 + a third of each message's JSON), the number it compacts by; it may sit "
             "far from the calibrated context (no system prompt before the first report), and the "
-            "gap explains a compaction that came early or late.",
+            'gap explains a compaction that came early or late ("OpenCollab would estimate" on '
+            "another harness's session: the layers then decide with calibrated weights).",
         ],
     ),
     (
