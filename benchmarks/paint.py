@@ -1,8 +1,9 @@
 """First paint of the app, measured in a process of its own (run by the runner as a subprocess).
 
-    python -m benchmarks.paint PATH      # {"load": s, "paint": s}: the transcript is loaded first,
-                                         # then the clock runs from creating InspectorApp until the
-                                         # main columns show the last request
+    python -m benchmarks.paint PATH      # {"load": s, "paint": s, "steps": [s, ...]}: the
+                                         # transcript is loaded first, then the clock runs from
+                                         # creating InspectorApp until the main columns show the
+                                         # last request; then it steps back request by request
     python -m benchmarks.paint --floor   # {"paint": s}: the same harness around an empty App
 
 Headless (`App.run_test(size=(160, 48))`); the benchmarks may import `inspector.tui`, the core never.
@@ -20,14 +21,18 @@ SIZE = (160, 48)
 FRAME_S = 1 / 30
 """Waited once the columns hold the request (two frames at Textual's 60 fps), in both measurements."""
 TIMEOUT_S = 120.0
+STEPS = 30
+"""Requests stepped back through after the first paint, each timed from the action to its frame."""
 
 
 async def _paint(path: str) -> dict[str, float]:
     from inspector.formats import load
+    from inspector.model.bulk import hold_loaded
     from inspector.tui.app import InspectorApp
 
     t0 = time.perf_counter()
     transcript = load(path)
+    hold_loaded()  # as `run_app` does
     t1 = time.perf_counter()
     app = InspectorApp(transcript)
     async with app.run_test(size=SIZE) as pilot:
@@ -43,7 +48,19 @@ async def _paint(path: str) -> dict[str, float]:
         await pilot.pause(FRAME_S)
         t2 = time.perf_counter()
         painted = main is not None and getattr(main, "view", None) is not None
-    return {"load": t1 - t0, "paint": t2 - t1, "painted": float(painted)}
+        steps: list[float] = []
+        if main is not None and main.view is not None:
+            # `[` as a user steps back (the action its key runs), each until the columns hold the
+            # request, and one frame more; the background scan of every request runs meanwhile
+            for _ in range(min(STEPS, main.view.index - 1)):
+                want = main.view.index - 1
+                started = time.perf_counter()
+                main.action_previous_request()
+                while main.columns.view is None or main.columns.view.index != want:
+                    await pilot.pause(0.001)
+                await pilot.pause(FRAME_S)
+                steps.append(time.perf_counter() - started)
+    return {"load": t1 - t0, "paint": t2 - t1, "painted": float(painted), "steps": steps}
 
 
 async def _floor() -> dict[str, float]:

@@ -37,6 +37,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from inspector.findings import Finding, find_all
 from inspector.live import Follower, SessionInfo
 from inspector.model import RecordedEvent, Transcript
+from inspector.model.bulk import hold_loaded
 from inspector.replay import Replay, ReplayError, Step
 from inspector.report.sanitize import one_line, visible
 from inspector.scenarios import Tour
@@ -1419,6 +1420,8 @@ def run_app(
     """Open the app on a loaded transcript (the last request first; start="first" for teaching),
     following the file when `follower` (the one that read it) is given; with no transcript, open
     the session picker. `window_source` names where a given `window` came from."""
+    if transcript is not None:
+        hold_loaded()  # the session lives as long as the app: out of the collector's full walks
     InspectorApp(
         transcript,
         policy=policy,

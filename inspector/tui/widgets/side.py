@@ -68,8 +68,10 @@ class PinnedSources(Widget):
         self.context = 0
 
     def show(self, sources: tuple[PinnedSource, ...], context: int) -> None:
+        # a new height (another number of sources) moves what is below: only then a new layout
+        resized = len(sources) != len(self.sources)
         self.sources, self.context = sources, context
-        self.refresh(layout=True)
+        self.refresh(layout=resized)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         return 1 + max(1, len(self.sources))
