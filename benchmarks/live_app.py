@@ -63,6 +63,7 @@ def _newest(gauge: str) -> int | None:
 
 
 async def _run(path: Path, appends: int) -> dict[str, object]:
+    from inspector.model.bulk import hold_loaded
     from inspector.tui.app import InspectorApp
     from inspector.tui.live import open_transcript
 
@@ -90,6 +91,7 @@ async def _run(path: Path, appends: int) -> dict[str, object]:
         live.write_bytes(b"".join(lines[: starts[0]]))
         opened = open_transcript(live, follow=True)
         assert opened.follower is not None
+        hold_loaded()  # as `run_app` does
         app = InspectorApp(opened.transcript, follower=opened.follower)
         app.animation_level = "none"
         latencies: list[float] = []
