@@ -163,6 +163,11 @@ def test_common_prefix_compares_id_and_content() -> None:
     assert common_prefix([a, other], [changed, other]) == 0
     assert common_prefix([a, other], [a, a]) == 1
     assert common_prefix([], [a]) == 0
+    # the very same objects first, then an equal copy, then the same objects again
+    run = [other, a, other, other]
+    assert common_prefix(run, [other, same, other, other, a]) == 4
+    assert common_prefix(run, [other, same, other, a]) == 3
+    assert common_prefix(run, run[:2]) == 2
 
 
 def test_billing_prices_cached_and_uncached_tokens() -> None:
