@@ -178,6 +178,11 @@ async def test_bracket_keys_and_goto_change_the_request() -> None:
         await pilot.press("3", "enter")
         main = await settle(pilot, 3)
         assert main.gauge.plain_lines()[0].startswith(f"request 3/{total}")
+        # 12 requests over the sparkline's columns: one ▲, under the middle of request 3's bar
+        marks = main.sparkline.marks_text()
+        assert marks.count("▲") == 1
+        spans = [x for x in range(len(marks)) if main.sparkline.request_at(x) == 3]
+        assert len(spans) > 1 and marks.index("▲") == spans[(len(spans) - 1) // 2]
         # Request 3 was made with the ledger as it stood then: fewer rows than at the end.
         assert main.view is not None
         assert len(main.view.rows) == transcript.requests[2].ledger_len
@@ -451,3 +456,12 @@ async def test_empty_transcript_and_unknown_policy_say_so() -> None:
                 break
         line = app.main.gauge.plain_lines()[0]
         assert line.startswith("cannot open: unknown policy 'no-such-policy'"), line
+
+
+def test_a_request_drawn_over_several_columns_is_marked_once() -> None:
+    from inspector.tui.widgets.sparkline import _mark_columns
+
+    assert _mark_columns(buckets(1, 9)) == {4}
+    assert _mark_columns(buckets(3, 10)) == {1, 4, 7}  # 3 columns each, the 10th left blank
+    assert _mark_columns(buckets(20, 10)) == set(range(10))  # a column per bucket of requests
+    assert _mark_columns([]) == set()

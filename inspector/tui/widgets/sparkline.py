@@ -37,6 +37,18 @@ def buckets(count: int, width: int) -> list[tuple[int, int]]:
     return out
 
 
+def _mark_columns(cols: list[tuple[int, int]]) -> set[int]:
+    """The columns that carry a request's mark: each column, or, where a request is drawn over
+    several (a short session), the middle one of them (one ▲ under the current request's bar)."""
+    out: set[int] = set()
+    start = 0
+    for c in range(1, len(cols) + 1):
+        if c == len(cols) or cols[c] != cols[start]:
+            out.add(start + (c - 1 - start) // 2)
+            start = c
+    return out
+
+
 class ContextSparkline(Widget):
     """A bar per request (or per bucket of requests) of the calibrated context; click to go there."""
 
@@ -121,7 +133,11 @@ class ContextSparkline(Widget):
                 style = self._s("current") if a <= self.current <= b else self._s(zone)
                 out.append(EIGHTHS[fill] if fill else " ", style)
             out.append("\n")
+        shown = _mark_columns(cols)
         for c, (a, b) in enumerate(cols):
+            if c not in shown:
+                out.append(" ")
+                continue
             current = a <= self.current <= b
             mark = marks.get(c)
             if mark == "recorded":
