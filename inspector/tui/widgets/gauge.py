@@ -187,18 +187,28 @@ class PressureGauge(Widget):
         sent = min(filled, round(view.sent / scale * width))
         lines = gauge_lines(view, width)
         at = {g.position: g for g in lines}
+        # runs of one character in one style, appended as one span each (fewer spans: a faster render)
+        run: list[str] = []
+        run_style = ""
         for i in range(width):
             mid = (i + 0.5) / width * scale
             zone = "ok" if mid <= view.target else "warn" if mid <= view.trigger else "over"
             line = at.get(i)
             if line is not None:
-                out.append("┃", self._s(line.style))
+                char, style = "┃", line.style
             elif i < sent:
-                out.append("█", self._s(zone))
+                char, style = "█", zone
             elif i < filled:
-                out.append("▒", self._s("shaped"))
+                char, style = "▒", "shaped"
             else:
-                out.append("░", self._s("empty"))
+                char, style = "░", "empty"
+            if style != run_style and run:
+                out.append("".join(run), self._s(run_style))
+                run = []
+            run.append(char)
+            run_style = style
+        if run:
+            out.append("".join(run), self._s(run_style))
         rows = max(1, self.content_region.height - 2) if self.content_region.height else LABEL_ROWS
         for row in place_labels(lines, width, rows):
             out.append("\n")

@@ -122,16 +122,31 @@ class ContextSparkline(Widget):
                     marks[c] = kind
                     c += 1
         out = Text(no_wrap=True, overflow="crop")
+        zones = [
+            "current"
+            if a <= self.current <= b
+            else "ok"
+            if v <= self.target
+            else "warn"
+            if v <= self.trigger
+            else "over"
+            for (a, b), v in zip(cols, values, strict=True)
+        ]
         for r in range(bars):
             level = bars - r - 1  # 0 is the bottom row
-            for (a, b), value in zip(cols, values, strict=True):
+            # runs of one style, appended as one span each (fewer spans: a faster render)
+            run: list[str] = []
+            for c, value in enumerate(values):
                 eighths = round(value / top * bars * 8)
                 fill = min(8, max(0, eighths - level * 8))
                 if value > 0 and level == 0 and fill == 0:
                     fill = 1
-                zone = "ok" if value <= self.target else "warn" if value <= self.trigger else "over"
-                style = self._s("current") if a <= self.current <= b else self._s(zone)
-                out.append(EIGHTHS[fill] if fill else " ", style)
+                if run and zones[c] != zones[c - 1]:
+                    out.append("".join(run), self._s(zones[c - 1]))
+                    run = []
+                run.append(EIGHTHS[fill] if fill else " ")
+            if run:
+                out.append("".join(run), self._s(zones[-1]))
             out.append("\n")
         shown = _mark_columns(cols)
         for c, (a, b) in enumerate(cols):
