@@ -14,6 +14,7 @@ from .base import (
     Decision,
     LayerResult,
     Sizer,
+    acted,
     kept_pinned,
     plural,
     pressed,
@@ -235,19 +236,17 @@ class AutoCompact:
         result = tuple(out)
         after = sizer.view(result)
         outcome = "at or under" if after <= target else "still over"
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=after,
-            fired=True,
+        return acted(
+            self,
+            result,
+            before,
+            after,
             reason=(
                 f"{cause}; folded {plural(folded_count, 'message')} into "
                 f"{'one summary' if len(folds) == 1 else f'{len(folds)} summaries'}, "
                 f"estimate {after:,} {outcome} target {target:,}"
             ),
-            decisions=tuple(decisions),
-            summarized=folded_count,
+            decisions=decisions,
             forced=forced,
+            summarized=folded_count,
         )

@@ -268,6 +268,39 @@ def no_change(layer: Layer, view: tuple[Message, ...], tokens: int, reason: str,
     )
 
 
+def acted(
+    layer: Layer,
+    view: tuple[Message, ...],
+    before: int,
+    after: int,
+    *,
+    reason: str,
+    decisions: Iterable[Decision],
+    forced: bool,
+    truncated: int = 0,
+    cleared: int = 0,
+    removed: int = 0,
+    summarized: int = 0,
+) -> LayerResult:
+    """The result of a layer that changed its input: its view, the estimates before and after,
+    why, what it decided for each message, and how many messages it changed in each way."""
+    return LayerResult(
+        name=layer.name,
+        label=layer.label,
+        view=view,
+        tokens_before=before,
+        tokens_after=after,
+        fired=True,
+        reason=reason,
+        decisions=tuple(decisions),
+        truncated=truncated,
+        cleared=cleared,
+        removed=removed,
+        summarized=summarized,
+        forced=forced,
+    )
+
+
 @dataclass(frozen=True)
 class Pressed:
     """A reactive layer's view once it is known to be over its trigger (or forced): what every

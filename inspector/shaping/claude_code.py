@@ -33,6 +33,7 @@ from .base import (
     Sizer,
     TokenMemo,
     ViewScan,
+    acted,
     memo,
     no_change,
     plural,
@@ -152,17 +153,15 @@ class LargeResultPreview:
         if not out:
             return no_change(self, src, before, f"no tool result over {limit:,} chars", forced)
         result, after = sizer.replaced(src, out)
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=after,
-            fired=True,
+        return acted(
+            self,
+            result,
+            before,
+            after,
             reason=f"{plural(len(out), 'message')} with a tool result over {limit:,} chars previewed",
-            decisions=tuple(decisions),
-            truncated=len(out),
+            decisions=decisions,
             forced=forced,
+            truncated=len(out),
         )
 
 
@@ -394,17 +393,15 @@ class FullCompact:
         )
         if budget.blocking is not None and after >= budget.blocking:
             reason += f", still at or above the blocking limit {budget.blocking:,}: Claude Code would refuse to send"
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=after,
-            fired=True,
+        return acted(
+            self,
+            result,
+            before,
+            after,
             reason=reason,
-            decisions=tuple(decisions),
-            summarized=len(segment),
+            decisions=decisions,
             forced=forced,
+            summarized=len(segment),
         )
 
     def _restore(

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from inspector.model import Message, TextBlock, ToolResultBlock
 
 from .auto_compact import SUMMARY_CACHE_SIZE, SummaryCache
-from .base import Action, Decision, LayerResult, Sizer, memo, no_change, plural, pressed
+from .base import Action, Decision, LayerResult, Sizer, acted, memo, no_change, plural, pressed
 from .budget import CODEX_USER_MESSAGE_TOKENS, Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
 from .groups import group_spans
@@ -124,17 +124,15 @@ class MiddleTruncate:
         if not changed:
             return no_change(self, src, before, f"no tool output over {limit:,} bytes", forced)
         result = tuple(changed.get(i, m) for i, m in enumerate(src))
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=sizer.view(result),
-            fired=True,
+        return acted(
+            self,
+            result,
+            before,
+            sizer.view(result),
             reason=f"{plural(len(changed), 'message')} with tool output over {limit:,} bytes truncated in the middle",
-            decisions=tuple(decisions),
-            truncated=len(changed),
+            decisions=decisions,
             forced=forced,
+            truncated=len(changed),
         )
 
 
@@ -245,21 +243,19 @@ class CodexCompact:
                     tokens_after=sizer.message(src[i]),
                 )
             )
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=after,
-            fired=True,
+        return acted(
+            self,
+            result,
+            before,
+            after,
             reason=(
                 f"{cause}; kept {plural(len(keep), 'recent user message')}, folded "
                 f"{plural(len(segment), 'message')} into one summary, estimate {after:,}"
             ),
-            decisions=tuple(decisions),
+            decisions=decisions,
+            forced=forced,
             truncated=len(truncated),
             summarized=len(segment),
-            forced=forced,
         )
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from inspector.model import Message, ToolResultBlock
 
-from .base import Action, Decision, LayerResult, Sizer, memo, no_change, ordinal, plural
+from .base import Action, Decision, LayerResult, Sizer, acted, memo, no_change, ordinal, plural
 from .budget import Budget
 from .summarize import call_arguments
 from .tool_output_clear import compactable_results, replace_results
@@ -117,15 +117,13 @@ class EagerToolOutputClear:
         ]
         result = tuple(changed.get(i, m) for i, m in enumerate(src))
         after = sizer.view(result)
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=after,
-            fired=True,
+        return acted(
+            self,
+            result,
+            before,
+            after,
             reason=f"cleared {plural(len(changed), 'message')} of older compactable results, kept {self.keep}",
-            decisions=tuple(decisions),
-            cleared=len(changed),
+            decisions=decisions,
             forced=forced,
+            cleared=len(changed),
         )

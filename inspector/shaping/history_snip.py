@@ -11,6 +11,7 @@ from .base import (
     Decision,
     LayerResult,
     Sizer,
+    acted,
     kept_pinned,
     plural,
     pressed,
@@ -134,21 +135,19 @@ class OldHistorySnip:
         result = tuple(replace.get(i, m) for i, m in enumerate(src) if i not in drop)
         after = sizer.view(result)
         outcome = "at or under" if after <= target else "still over"
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=after,
-            fired=True,
+        return acted(
+            self,
+            result,
+            before,
+            after,
             reason=(
                 f"{cause}; removed {plural(removed_groups, 'tool exchange')}, "
                 f"estimate {after:,} {outcome} target {target:,}"
             ),
-            decisions=tuple(decisions),
+            decisions=decisions,
+            forced=forced,
             truncated=len(replace),
             removed=len(drop),
-            forced=forced,
         )
 
     @staticmethod

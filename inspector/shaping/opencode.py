@@ -26,6 +26,7 @@ from .base import (
     Decision,
     LayerResult,
     Sizer,
+    acted,
     kept_pinned,
     memo,
     no_change,
@@ -198,17 +199,15 @@ class OpencodePrune:
             for i, new in sorted(changed.items())
         ]
         result = tuple(changed.get(i, m) for i, m in enumerate(src))
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=sizer.view(result),
-            fired=True,
+        return acted(
+            self,
+            result,
+            before,
+            sizer.view(result),
             reason=f"{walked}, over the {self.minimum:,} minimum: pruned {plural(len(changed), 'message')} of tool output",
-            decisions=tuple(decisions),
-            cleared=len(changed),
+            decisions=decisions,
             forced=forced,
+            cleared=len(changed),
         )
 
 
@@ -331,18 +330,16 @@ class OpencodeCompact:
         for g in groups[:start]:
             if g.pinned:
                 decisions.extend(kept_pinned(self.name, m, sizer) for m in g.messages(src) if m.pinned)
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=after,
-            fired=True,
+        return acted(
+            self,
+            result,
+            before,
+            after,
             reason=(
                 f"{cause}; folded {plural(len(segment), 'message')} into one summary, kept a tail of "
                 f"{plural(sum(len(g) for g in tail), 'message')}, estimate {after:,}"
             ),
-            decisions=tuple(decisions),
-            summarized=len(segment),
+            decisions=decisions,
             forced=forced,
+            summarized=len(segment),
         )

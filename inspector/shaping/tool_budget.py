@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from inspector.model import Message, ToolResultBlock
 
-from .base import Action, Decision, LayerResult, Sizer, ViewScan, memo, no_change
+from .base import Action, Decision, LayerResult, Sizer, ViewScan, acted, memo, no_change
 from .budget import Budget
 
 TRUNCATION_MARKER = "[truncated {dropped} chars — re-read a narrower range (file_read with offset/limit, or grep) to see the rest]"
@@ -97,17 +97,15 @@ class PerToolResultBudget:
         if out is None:
             return no_change(self, src, before, f"no tool result over {limit:,} chars", forced)
         result, after = sizer.replaced(src, out)
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=after,
-            fired=True,
+        return acted(
+            self,
+            result,
+            before,
+            after,
             reason=f"{len(decisions):,} of the tool results over {limit:,} chars truncated",
-            decisions=tuple(decisions),
-            truncated=len(decisions),
+            decisions=decisions,
             forced=forced,
+            truncated=len(decisions),
         )
 
     @staticmethod

@@ -17,6 +17,7 @@ from .base import (
     Sizer,
     TokenMemo,
     ViewScan,
+    acted,
     kept_pinned,
     ordinal,
     plural,
@@ -334,20 +335,18 @@ class ToolOutputClear:
         after = before - c.saved
         sizer.seed_view(result, after)
         recent = found.free[c.split :]
-        return LayerResult(
-            name=self.name,
-            label=self.label,
-            view=result,
-            tokens_before=before,
-            tokens_after=after,
-            fired=True,
+        return acted(
+            self,
+            result,
+            before,
+            after,
             reason=(
                 f"{cause}; cleared {plural(c.cleared, 'older compactable result')}, "
                 f"kept the {len(recent)} most recent"
             ),
             decisions=self._decisions(src, sizer, cause, keep) if explain else (),
-            cleared=len(c.changed),
             forced=forced,
+            cleared=len(c.changed),
         )
 
     def _decisions(
