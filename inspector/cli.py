@@ -173,7 +173,9 @@ def _parser() -> argparse.ArgumentParser:
 
     e = _command(sub, "explain", "say why a message was changed at a request")
     e.add_argument("path", help=PATH_HELP)
-    e.add_argument("message", help="message id (or a unique prefix of one)")
+    e.add_argument(
+        "message", help="the message: its id, a unique prefix of one, or its line in the file (1583 or :1583)"
+    )
     e.add_argument("--step", type=_positive_int, default=None, help="the request (default: the last)")
     _add_shaping_options(e)
     return p
