@@ -29,6 +29,7 @@ from inspector.shaping import (
     OldHistorySnip,
     PerToolResultBudget,
     RecordedSummarizer,
+    TokenMemo,
     ToolOutputClear,
     canonical_tool,
     group_spans,
@@ -303,6 +304,45 @@ def test_tool_output_clear_above_trigger() -> None:
     assert "9th most recent compactable result (WebFetch), only 5 kept" in cleared[reads[5].id].reason
     kept = [d for d in result.decisions if d.action is Action.KEPT_RECENT]
     assert {d.message_id for d in kept} == {r.id for r in reads[-5:]}
+
+
+def test_tool_output_clear_on_a_growing_ledger_looks_at_what_is_new(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Request after request (one memo, the ledger growing by an exchange), the layer goes on from
+    the request before: it looks at each result once, as it grows old, not at every request it
+    stays old at; and every request's view is the one a fresh layer makes."""
+    import inspector.shaping.tool_output_clear as toc
+
+    made: list[int] = []
+    real = toc.replace_results
+
+    def counted(view, targets, content_for, made_before=None):  # type: ignore[no-untyped-def]
+        targets = list(targets)
+        made.append(len(targets))
+        return real(view, targets, content_for, made_before)
+
+    monkeypatch.setattr(toc, "replace_results", counted)
+    led = Ledger()
+    led.system()
+    led.user("Fix the failing test")
+    for k in range(60):
+        led.exchange(("Read", f"line {k}\n" * 400))
+    memo = TokenMemo(EST)
+    layer = ToolOutputClear()
+    budget = Budget.for_window(36_000)  # every request from the 8th on is over the trigger
+    fired = 0
+    for n in range(4, len(led.messages) + 1, 2):
+        view = tuple(led.messages[:n])
+        got = layer.apply(view, budget, memo)
+        fired += got.fired
+        if n % 20 == 0:
+            with monkeypatch.context() as m:
+                m.setattr(toc, "replace_results", real)
+                want = ToolOutputClear().apply(view, budget, TokenMemo(EST))
+            assert (got.view, got.tokens_after, got.reason) == (want.view, want.tokens_after, want.reason)
+    assert fired > 40
+    # each result that grew old looked at once (60 reads, `results_kept` of them still recent),
+    # where a layer starting afresh looks at every old result at every request (1,711 here)
+    assert sum(made) == 60 - budget.results_kept
 
 
 def test_tool_output_clear_keeps_fewer_in_small_windows() -> None:
