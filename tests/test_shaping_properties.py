@@ -42,7 +42,7 @@ from inspector.shaping import (
     load_policy,
     unpaired,
 )
-from inspector.shaping.tool_output_clear import compactable_results
+from inspector.shaping.tools import is_compactable
 from inspector.tokens import HeuristicEstimator, serialize
 
 SETTINGS = settings(
@@ -454,6 +454,25 @@ def growing_ledgers(draw: st.DrawFn) -> tuple[list[Message], list[int]]:
     return msgs, cuts
 
 
+def compactable_rule(view: Sequence[Message], compactable: frozenset[str]) -> list[tuple[int, int, str]]:
+    """The rule tool output clear keeps its slots by, written plainly: (message, block, tool) of
+    each result whose call is in the view and names a compactable tool, in the order the calls
+    were issued (the first call of an id counts), results of one call in view order."""
+    order: dict[str, tuple[int, str]] = {}
+    for m in view:
+        for c in m.tool_calls:
+            order.setdefault(c.id, (len(order), c.name))
+    found: list[tuple[int, int, int, str]] = []
+    for i, m in enumerate(view):
+        for j, b in enumerate(m.blocks):
+            if isinstance(b, ToolResultBlock) and b.call_id in order:
+                rank, tool = order[b.call_id]
+                if is_compactable(tool, compactable):
+                    found.append((rank, i, j, tool))
+    found.sort(key=lambda s: s[0])
+    return [(i, j, tool) for _, i, j, tool in found]
+
+
 @SETTINGS
 @given(
     grown=growing_ledgers(),
@@ -504,5 +523,5 @@ def test_clearing_goes_on_as_if_afresh(
         if got.fired:
             # the slots it went on with are the rule's: compactable results in call order
             layer = cast(ToolOutputClear, going)
-            rule = [s for s in compactable_results(view, layer.compactable) if not view[s.message].pinned]
-            assert layer._found.free == rule
+            rule = [s for s in compactable_rule(view, layer.compactable) if not view[s[0]].pinned]
+            assert [(s.message, s.block, s.tool) for s in layer._found.free] == rule

@@ -54,30 +54,16 @@ def _facts(m: Message) -> _Facts | None:
     return (calls, results) if calls or results else None
 
 
-def compactable_results(
-    view: Sequence[Message], compactable: frozenset[str], facts: list[tuple[int, _Facts]] | None = None
-) -> list[ResultSlot]:
+def compactable_results(view: Sequence[Message], compactable: frozenset[str]) -> list[ResultSlot]:
     """Results of compactable tools, in the order their calls were issued (orphans left out).
 
-    The tool is the one the call names (a result's own `tool_name` is not trusted over it).
-    `facts` (from a `ViewScan` of `_facts` over `view`) saves looking at every block again.
+    The tool is the one the call names (a result's own `tool_name` is not trusted over it). The
+    rule is `_Found`'s, applied to the whole view at once.
     """
-    if facts is None:
-        facts = [(i, f) for i, m in enumerate(view) if (f := _facts(m)) is not None]
-    order: dict[str, tuple[int, str]] = {}
-    for _, (calls, _results) in facts:
-        for cid, name in calls:
-            order.setdefault(cid, (len(order), name))
-    slots: list[ResultSlot] = []
-    for i, (_calls, results) in facts:
-        for j, call_id in results:
-            call = order.get(call_id)
-            if call is None:
-                continue
-            if is_compactable(call[1], compactable):
-                slots.append(ResultSlot(order=call[0], message=i, block=j, tool=call[1]))
-    slots.sort(key=lambda s: s.order)
-    return slots
+    view = tuple(view)
+    found = _Found(compactable)
+    found.update(view, [(i, f) for i, m in enumerate(view) if (f := _facts(m)) is not None])
+    return found.slots
 
 
 _Replaced = dict[tuple[int, tuple[tuple[int, str], ...]], tuple[Message, Message]]
