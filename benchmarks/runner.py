@@ -168,20 +168,21 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
     bound = json.loads(out)
     # the memory target is about the transcript: on a small file the interpreter alone dominates
     memory_target = big.bytes >= 50_000_000
-    others = [
-        Figure(
-            name=f"open, other commands: {' '.join(args)}, {mb:,.0f} MB",
-            target="(comparison)",
-            measured=w,
-            unit="s",
-            floor=floor,
-            floor_what="the same floor",
-            ratio=w / floor,
-            detail={"peak_bytes": rss},
+    others: list[Figure] = []
+    for args in OTHER_COMMANDS:
+        w, rss, _ = timed_child([PY, "-m", "inspector", args[0], path, *args[1:]])
+        others.append(
+            Figure(
+                name=f"open, other commands: {' '.join(args)}, {mb:,.0f} MB",
+                target="(comparison)",
+                measured=w,
+                unit="s",
+                floor=floor,
+                floor_what="the same floor",
+                ratio=w / floor,
+                detail={"peak_bytes": rss},
+            )
         )
-        for args in OTHER_COMMANDS
-        for w, rss, _ in [timed_child([PY, "-m", "inspector", args[0], path, *args[1:]])]
-    ]
     return [
         Figure(
             name=f"open: report --json, {mb:,.0f} MB",
