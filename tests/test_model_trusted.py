@@ -101,3 +101,13 @@ def test_models_that_validate_are_refused() -> None:
 
     with pytest.raises(TypeError, match="validates"):
         trusted(Checked)
+
+
+def test_fields_are_the_only_parameters() -> None:
+    make = trusted(TextBlock)
+    with pytest.raises(TypeError, match="text"):
+        make()  # a required field left out
+    with pytest.raises(TypeError, match="txt"):
+        make(text="a", txt="b")  # not a field
+    with pytest.raises(TypeError):
+        make("a")  # keywords only
