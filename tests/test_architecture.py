@@ -47,3 +47,17 @@ def test_importing_the_core_does_not_load_textual() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == "False"
+
+
+def test_loading_a_claude_code_session_imports_no_other_reader() -> None:
+    from sample_sessions import sample_path
+
+    code = (
+        "import sys\nfrom inspector.formats import load\n"
+        f"load({str(sample_path('short-session'))!r})\n"
+        "print(sorted(m for m in sys.modules if m.startswith('inspector.formats.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "inspector.formats.claude_code" in out
+    for other in ("codex", "opencode", "opencollab", "generic"):
+        assert f"inspector.formats.{other}'" not in out, out

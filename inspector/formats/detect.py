@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 from inspector.model import Transcript
@@ -13,15 +14,24 @@ from .base import LoaderError, Reader
 HEAD_BYTES = 256 * 1024
 
 
-def _readers() -> list[Reader]:
-    # Imported here so each reader module stays independent; order matters: most specific first.
+def _readers() -> Iterator[Reader]:
+    """The readers, most specific first; each module is imported when its turn comes (a Claude
+    Code session, the usual case, never imports the other four)."""
     from .claude_code import ClaudeCodeFormat
+
+    yield ClaudeCodeFormat()
     from .codex import CodexFormat
-    from .generic import GenericChatFormat
+
+    yield CodexFormat()
     from .opencode import OpencodeFormat
+
+    yield OpencodeFormat()
     from .opencollab import OpencollabFormat
 
-    return [ClaudeCodeFormat(), CodexFormat(), OpencodeFormat(), OpencollabFormat(), GenericChatFormat()]
+    yield OpencollabFormat()
+    from .generic import GenericChatFormat
+
+    yield GenericChatFormat()
 
 
 def read_head(path: Path) -> bytes:
