@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 from inspector.formats import load
 from inspector.model import Message, Role, TextBlock, ToolCallBlock, ToolResultBlock
-from inspector.tokens import HeuristicEstimator, calibrate, get_estimator
+from inspector.tokens import OVERHEAD_ID, HeuristicEstimator, calibrate, get_estimator
 from inspector.tokens import harness as harness_module
 from inspector.tokens.calibration import (
     _SQRT_2PI,
@@ -239,3 +240,31 @@ def test_cost_model_update_touches_only_what_changes(observations: list[Any]) ->
         fast.update(x, y, robust=robust, unseen=unseen)
         _plain_update(plain, x, y, robust, unseen)
         assert _bits(fast) == _bits(plain)
+
+
+def test_one_weight_is_the_weight_in_the_whole_dict() -> None:
+    """`Step.weight(mid)` (read one by one, as findings reads it request after request) is
+    `Step.weights.get(mid)`: for every ledger message, the overhead, a message of another segment
+    and an unknown id, in both modes, with the weights an OpenCollab trace's as-sent pass stands in."""
+    from inspector.replay import Replay
+    from sample_sessions import sample_path
+
+    cases = [
+        (load(sample_path("long-session")), "opencollab"),
+        (load(Path(sample_path("long-session")).parent / "opencollab-run"), None),
+        (long_session(MATURE + 40), None),
+    ]
+    if FA812.exists():
+        cases.append((load(FA812), None))
+    stood_in = 0
+    for tr, policy in cases:
+        for mode in ("delta", "proportional"):
+            replay = Replay.open(tr, policy=policy, mode=mode)
+            everyone = [m.id for m in tr.messages] + [OVERHEAD_ID, "no-such-message"]
+            for k in range(1, len(tr.requests) + 1):
+                step = replay.step(k)
+                whole = step.weights
+                stood_in += bool(step.raw)
+                for mid in everyone:
+                    assert step.weight(mid) == whole.get(mid), (tr.path, mode, k, mid)
+    assert stood_in  # the as-sent weights were among those read

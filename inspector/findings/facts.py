@@ -482,7 +482,7 @@ class Facts:
                     if change is not None:
                         out.changes[(k, mid)] = change
             for mid in watch_weight.get(k, ()):
-                w = step.weights.get(mid)
+                w = step.weight(mid)
                 if w is not None:
                     out.weights[(k, mid)] = w
             # a compaction layer ran above the trigger and could not get under it

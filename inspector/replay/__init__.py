@@ -65,6 +65,15 @@ class Step:
         weights = self.calibration._weights_at(self.index)
         return {**weights, **self.raw} if self.raw else weights
 
+    def weight(self, mid: str) -> int | None:
+        """`weights.get(mid)`, without making the dict of the whole ledger (a check that reads a
+        message's weight at one request, request after request)."""
+        if self.raw:
+            w = self.raw.get(mid)
+            if w is not None:
+                return w
+        return self.calibration.weight_at(self.index, mid)
+
 
 def _policy(policy: str | Policy | None, transcript: Transcript | None = None) -> Policy:
     """The named policy; by default the preset of the harness that wrote the transcript."""

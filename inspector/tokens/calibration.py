@@ -1163,6 +1163,19 @@ class Calibration:
         """
         return dict(self._weights_at(k))
 
+    def weight_at(self, k: int, mid: str) -> int | None:
+        """`weights(k).get(mid)`: one message's weight (or the overhead's), None where `mid` is not
+        in request k's ledger; read one by one where the calibration can (no dict of the ledger)."""
+        self._check(k)
+        self._upto(k)
+        lazy = self._lazy_positions(k)
+        if lazy is None:
+            return self._weights_at(k).get(mid)
+        pos, n = lazy
+        if mid != OVERHEAD_ID and pos.get(mid, n) >= n:
+            return None
+        return self.weight_of(k, mid)
+
     def _weights_at(self, k: int) -> dict[str, int]:
         """`weights(k)`, cached and shared: callers must not change it."""
         self._check(k)
