@@ -111,3 +111,21 @@ def test_fields_are_the_only_parameters() -> None:
         make(text="a", txt="b")  # not a field
     with pytest.raises(TypeError):
         make("a")  # keywords only
+
+
+def test_fields_named_like_the_constructors_own_names() -> None:
+    class Odd(BaseModel):
+        m: int
+        given: str = "x"
+        cls: int = 0
+
+    made = trusted(Odd)(m=1, given="y")
+    assert made == Odd(m=1, given="y") and made.model_fields_set == {"m", "given"}
+
+
+def test_a_mutable_default_is_refused() -> None:
+    class Shared(BaseModel):
+        items: list[int] = []
+
+    with pytest.raises(TypeError, match="mutable default"):
+        trusted(Shared)

@@ -54,6 +54,7 @@ def trusted(cls: type[M]) -> Callable[..., M]:
     ):
         raise TypeError(f"{cls.__name__} validates or keeps more than its fields: construct it with checks")
     names = list(cls.model_fields)
+    # the constructor's own names start with "_", which no field's does (pydantic keeps those private)
     if not all(n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("_") for n in names):
         raise TypeError(f"{cls.__name__} has a field that cannot be a parameter")
     scope: dict[str, Any] = {"_new": cls.__new__, "_cls": cls, "_set": object.__setattr__, "_UNSET": _UNSET}
@@ -70,25 +71,31 @@ def trusted(cls: type[M]) -> Callable[..., M]:
             scope[f"_default{i}"] = info.default_factory
             default = f"_default{i}()"
         else:
+            try:
+                hash(info.default)
+            except TypeError:  # a mutable default: pydantic copies it per object, this would share it
+                raise TypeError(
+                    f"{cls.__name__}.{name} has a mutable default: give it a default factory"
+                ) from None
             scope[f"_default{i}"] = info.default
             default = f"_default{i}"
         fill += [
             f"    if {name} is _UNSET:",
             f"        {name} = {default}",
             "    else:",
-            f"        given.add({name!r})",
+            f"        _given.add({name!r})",
         ]
     source = "\n".join(
         [
             f"def make(*, {', '.join(params)}):" if params else "def make():",
-            f"    given = {{{', '.join(required)}}}" if required else "    given = set()",
+            f"    _given = {{{', '.join(required)}}}" if required else "    _given = set()",
             *fill,
-            "    m = _new(_cls)",
-            "    _set(m, '__dict__', {" + ", ".join(f"{n!r}: {n}" for n in names) + "})",
-            "    _set(m, '__pydantic_fields_set__', given)",
-            "    _set(m, '__pydantic_extra__', None)",
-            "    _set(m, '__pydantic_private__', None)",
-            "    return m",
+            "    _m = _new(_cls)",
+            "    _set(_m, '__dict__', {" + ", ".join(f"{n!r}: {n}" for n in names) + "})",
+            "    _set(_m, '__pydantic_fields_set__', _given)",
+            "    _set(_m, '__pydantic_extra__', None)",
+            "    _set(_m, '__pydantic_private__', None)",
+            "    return _m",
         ]
     )
     exec(compile(source, f"<trusted {cls.__qualname__}>", "exec"), scope)  # the text is ours, not input
