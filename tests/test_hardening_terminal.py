@@ -72,6 +72,10 @@ def test_json_safe_escapes_what_json_encoders_leave_raw() -> None:
     safe = json_safe(text)
     assert not re.search("[\x7f-\x9f\u202e\u2028]", safe) and "\U000e0041" not in safe
     assert json.loads(safe) == json.loads(text)
+    # all ASCII: DEL is the one character left to escape; anything else comes back as it was
+    assert json_safe('{"k": "a\x7fb"}') == '{"k": "a\\u007fb"}'
+    plain = json.dumps({"k": "plain text"})
+    assert json_safe(plain) is plain
 
 
 def hostile_session(folder: Path) -> Path:

@@ -83,4 +83,6 @@ def json_safe(json_text: str) -> str:
     Only valid JSON text is expected (these characters can then only be inside strings, where an
     escape means the same character), so the decoded value is unchanged.
     """
+    if json_text.isascii() and "\x7f" not in json_text:
+        return json_text  # (nothing to escape: every other such character is beyond ASCII)
     return _JSON_UNSAFE.sub(_json_escape, json_text)
