@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
 
 from inspector.model import (
     MediaBlock,
@@ -17,6 +19,64 @@ from inspector.model import (
 JSON_SCALARS = frozenset((str, int, bool, type(None)))
 """The exact types of the JSON scalars orjson writes as `json.dumps` does (a float may not be:
 `1e-05` is `0.00001` to orjson; a subclass may not be either)."""
+
+
+def _spaces(value: dict[str, Any] | list[Any]) -> int | None:
+    """How many `", "` and `": "` `json.dumps` writes in `value` (a space each beyond the compact
+    text), where `value` holds nothing but JSON scalars (`JSON_SCALARS`), lists and dicts, of exact
+    types; None where it may not."""
+    n = len(value)
+    if type(value) is dict:
+        spaces = n + n - 1 if n else 0
+        items: Any = value.values()
+    else:
+        spaces = n - 1 if n else 0
+        items = value
+    for v in items:
+        t = type(v)
+        if t in JSON_SCALARS:
+            continue
+        if t is dict or t is list:
+            inner = _spaces(v)
+            if inner is not None:
+                spaces += inner
+                continue
+        return None
+    return spaces
+
+
+_COMPACT: dict[int, tuple[dict[str, Any], tuple[bytes, int] | None]] = {}
+"""id(arguments) -> (the arguments, `compact_json` of them): the calibration's features and the
+harnesses' estimates write the same calls."""
+_COMPACT_KEPT = 1 << 16
+
+
+def compact_json(args: dict[str, Any]) -> tuple[bytes, int] | None:
+    """A tool call's arguments as orjson writes them, with the spaces `json.dumps` adds after its
+    separators (`", "`, `": "`), where that text is exactly `json.dumps(args, separators=(",", ":"),
+    ensure_ascii=False)` encoded as UTF-8 (every string escaped the same way); None where it may
+    not be: `args` is not a dict of nothing but JSON scalars, lists and dicts of exact types, or
+    orjson refuses it (an integer past 64 bits, a lone surrogate, nesting past its limit). The
+    order of keys is the dict's (`sort_keys` moves no character of a string).
+
+    Written once per arguments object: the calibration and the harnesses' estimates ask for the
+    same calls."""
+    hit = _COMPACT.get(id(args))
+    if hit is not None and hit[0] is args:
+        return hit[1]
+    made: tuple[bytes, int] | None = None
+    try:
+        if type(args) is dict:
+            spaces = _spaces(args)
+            if spaces is not None:
+                made = (orjson.dumps(args), spaces)
+    except (TypeError, RecursionError):  # TypeError: orjson.JSONEncodeError
+        made = None
+    if len(_COMPACT) >= _COMPACT_KEPT:
+        _COMPACT.clear()
+    _COMPACT[id(args)] = (args, made)
+    return made
+
 
 MESSAGE_OVERHEAD = 64
 """Tokens a message costs beyond its text (role, framing), in the heuristic estimator."""

@@ -73,9 +73,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import itemgetter, mul
-from typing import Any, Literal
-
-import orjson
+from typing import Literal
 
 from inspector.model import (
     EventKind,
@@ -95,7 +93,7 @@ from inspector.model import (
 )
 from inspector.model.bulk import paused_gc
 
-from .base import JSON_SCALARS, Estimator
+from .base import Estimator, compact_json
 from .heuristic import ASCII_CHARS_PER_TOKEN, HeuristicEstimator, heuristic_tokens
 
 OVERHEAD_ID = "overhead"
@@ -250,30 +248,6 @@ def block_text(block: ToolCallBlock) -> str:
     return f"{block.name} {args if isinstance(args, str) else _dumps(args)}"
 
 
-def _separators(value: dict[str, Any] | list[Any]) -> int | None:
-    """How many `", "` and `": "` `json.dumps` writes in `value` (a space each beyond the compact
-    text), where `value` holds nothing but strings, integers, booleans, None, lists and dicts (exact
-    types: JSON whose orjson text is `json.dumps`'s but for those spaces); None where it may not."""
-    n = len(value)
-    if type(value) is dict:
-        seps = n + n - 1 if n else 0
-        items: Any = value.values()
-    else:
-        seps = n - 1 if n else 0
-        items = value
-    for v in items:
-        t = type(v)
-        if t in JSON_SCALARS:
-            continue
-        if t is dict or t is list:
-            inner = _separators(v)
-            if inner is not None:
-                seps += inner
-                continue
-        return None
-    return seps
-
-
 def _ascii_call(block: ToolCallBlock) -> tuple[int, int] | None:
     """(characters, line breaks as `_parts` counts them) of `block_text(block)` where that text is
     ASCII and its arguments a dict orjson writes as `json.dumps` does (but for the spaces after
@@ -283,13 +257,10 @@ def _ascii_call(block: ToolCallBlock) -> tuple[int, int] | None:
     name = block.name
     if type(args) is not dict or not name.isascii():
         return None
-    try:
-        seps = _separators(args)
-        if seps is None:
-            return None
-        out = orjson.dumps(args)
-    except (TypeError, RecursionError):  # TypeError: orjson.JSONEncodeError
+    compact = compact_json(args)
+    if compact is None:
         return None
+    out, seps = compact
     if not out.isascii():
         return None
     # an escaped line break is within a string: the spaces, the key order and the space after

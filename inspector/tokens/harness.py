@@ -47,7 +47,7 @@ import math
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Protocol
@@ -66,7 +66,7 @@ from inspector.model import (
     Transcript,
 )
 
-from .base import JSON_SCALARS
+from .base import compact_json
 
 MEDIA_TOKENS = 2_000
 """Claude Code's rough size of an image or a document."""
@@ -162,32 +162,11 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 """`json.dumps(value, separators=(",", ":"), ensure_ascii=False)`, without building an encoder per call."""
 
 
-def _plain(value: dict[str, Any] | list[Any]) -> bool:
-    """Whether `value` holds nothing but strings, integers, booleans, None, lists and dicts (exact
-    types): JSON whose orjson text is `json.dumps`'s. A float may not be (`1e-05` is `0.00001` to
-    orjson, NaN is `null`), nor a subclass."""
-    items: Iterable[Any] = value.values() if isinstance(value, dict) else value
-    for v in items:
-        t = type(v)
-        if t in JSON_SCALARS:
-            continue
-        if (t is dict or t is list) and _plain(v):
-            continue
-        return False
-    return True
-
-
 def _orjson_text(args: dict[str, Any]) -> bytes | None:
     """orjson's text of `args` where it is exactly `json.dumps(args, separators=(",", ":"),
-    ensure_ascii=False)` encoded as UTF-8 (every string escapes the same way, every character
-    checked); None where it may not be: `args` is not `_plain`, or orjson refuses it (an integer
-    past 64 bits, a lone surrogate, a key that is not a string, nesting past its limit)."""
-    try:
-        if type(args) is not dict or not _plain(args):
-            return None
-        return orjson.dumps(args)
-    except (TypeError, RecursionError):  # TypeError: orjson.JSONEncodeError
-        return None
+    ensure_ascii=False)` encoded as UTF-8 (`compact_json`); None where it may not be."""
+    compact = compact_json(args)
+    return compact[0] if compact is not None else None
 
 
 def _call_json(block: ToolCallBlock) -> str:
