@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import orjson
 
@@ -45,31 +45,46 @@ def _spaces(value: dict[str, Any] | list[Any]) -> int | None:
     return spaces
 
 
-_COMPACT: dict[int, tuple[dict[str, Any], tuple[bytes, int] | None]] = {}
+class CompactJson(NamedTuple):
+    """The size of a tool call's arguments written by `json.dumps(args, separators=(",", ":"),
+    ensure_ascii=False)` (sizes only: the text is not kept)."""
+
+    nbytes: int
+    """Its length in UTF-8."""
+    chars: int
+    """Its length in characters."""
+    escaped_breaks: int
+    """How many `\\n` it holds (a line break within a string, as json escapes it)."""
+    spaces: int
+    """What `json.dumps`'s default separators (`", "`, `": "`) add to it: a space each."""
+
+
+_COMPACT: dict[int, tuple[dict[str, Any], CompactJson | None]] = {}
 """id(arguments) -> (the arguments, `compact_json` of them): the calibration's features and the
-harnesses' estimates write the same calls."""
+harnesses' estimates size the same calls."""
 _COMPACT_KEPT = 1 << 16
 
 
-def compact_json(args: dict[str, Any]) -> tuple[bytes, int] | None:
-    """A tool call's arguments as orjson writes them, with the spaces `json.dumps` adds after its
-    separators (`", "`, `": "`), where that text is exactly `json.dumps(args, separators=(",", ":"),
-    ensure_ascii=False)` encoded as UTF-8 (every string escaped the same way); None where it may
-    not be: `args` is not a dict of nothing but JSON scalars, lists and dicts of exact types, or
-    orjson refuses it (an integer past 64 bits, a lone surrogate, nesting past its limit). The
-    order of keys is the dict's (`sort_keys` moves no character of a string).
+def compact_json(args: dict[str, Any]) -> CompactJson | None:
+    """The size of `json.dumps(args, separators=(",", ":"), ensure_ascii=False)`, written by orjson
+    (whose text it then is exactly, every string escaped the same way, in UTF-8); None where orjson's
+    text may differ: `args` is not a dict of nothing but JSON scalars, lists and dicts of exact
+    types, or orjson refuses it (an integer past 64 bits, a lone surrogate, nesting past its
+    limit). The order of keys is the dict's (`sort_keys` changes no size).
 
-    Written once per arguments object: the calibration and the harnesses' estimates ask for the
-    same calls."""
+    Sized once per arguments object (the calibration and the harnesses' estimates ask for the same
+    calls); the text itself is not kept (the arguments of a session's calls can weigh tens of MB)."""
     hit = _COMPACT.get(id(args))
     if hit is not None and hit[0] is args:
         return hit[1]
-    made: tuple[bytes, int] | None = None
+    made: CompactJson | None = None
     try:
         if type(args) is dict:
             spaces = _spaces(args)
             if spaces is not None:
-                made = (orjson.dumps(args), spaces)
+                out = orjson.dumps(args)
+                chars = len(out) if out.isascii() else len(out.decode("utf-8"))
+                made = CompactJson(len(out), chars, out.count(b"\\n"), spaces)
     except (TypeError, RecursionError):  # TypeError: orjson.JSONEncodeError
         made = None
     if len(_COMPACT) >= _COMPACT_KEPT:

@@ -258,15 +258,12 @@ def _ascii_call(block: ToolCallBlock) -> tuple[int, int] | None:
     if type(args) is not dict or not name.isascii():
         return None
     compact = compact_json(args)
-    if compact is None:
-        return None
-    out, seps = compact
-    if not out.isascii():
+    if compact is None or compact.nbytes != compact.chars:  # (not ASCII)
         return None
     # an escaped line break is within a string: the spaces, the key order and the space after
     # the name split none; a raw one can only be in the name (json escapes them)
-    lines = name.count("\\n") + name.count("\n") + out.count(b"\\n")
-    return len(name) + 1 + len(out) + seps, lines
+    lines = name.count("\\n") + name.count("\n") + compact.escaped_breaks
+    return len(name) + 1 + compact.chars + compact.spaces, lines
 
 
 class Parts:

@@ -162,13 +162,6 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 """`json.dumps(value, separators=(",", ":"), ensure_ascii=False)`, without building an encoder per call."""
 
 
-def _orjson_text(args: dict[str, Any]) -> bytes | None:
-    """orjson's text of `args` where it is exactly `json.dumps(args, separators=(",", ":"),
-    ensure_ascii=False)` encoded as UTF-8 (`compact_json`); None where it may not be."""
-    compact = compact_json(args)
-    return compact[0] if compact is not None else None
-
-
 def _call_json(block: ToolCallBlock) -> str:
     args = block.arguments
     if isinstance(args, str):
@@ -181,10 +174,8 @@ def _call_chars(block: ToolCallBlock) -> int:
     args = block.arguments
     if isinstance(args, str):
         return len(args)
-    out = _orjson_text(args)
-    if out is None:
-        return len(_ENCODE(args))
-    return len(out) if out.isascii() else len(out.decode("utf-8"))
+    compact = compact_json(args)
+    return len(_ENCODE(args)) if compact is None else compact.chars
 
 
 def _call_bytes(block: ToolCallBlock) -> int:
@@ -192,8 +183,8 @@ def _call_bytes(block: ToolCallBlock) -> int:
     args = block.arguments
     if isinstance(args, str):
         return len(args.encode("utf-8"))
-    out = _orjson_text(args)
-    return len(_ENCODE(args).encode("utf-8")) if out is None else len(out)
+    compact = compact_json(args)
+    return len(_ENCODE(args).encode("utf-8")) if compact is None else compact.nbytes
 
 
 def _claude_code_block(b: Block) -> int:
