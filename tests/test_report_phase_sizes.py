@@ -274,7 +274,7 @@ def test_one_weight_is_the_weight_in_the_whole_dict() -> None:
 @settings(max_examples=300, deadline=None)
 def test_compact_json_is_what_json_writes(arguments: Any) -> None:
     """Where `compact_json` answers, it sizes json's compact text, and its spaces make json's
-    default text; asked again for the same object it answers the same."""
+    default text."""
     import json
 
     from inspector.tokens.base import compact_json
@@ -287,7 +287,6 @@ def test_compact_json_is_what_json_writes(arguments: Any) -> None:
     text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
     assert (got.nbytes, got.chars, got.escaped_breaks) == (len(text.encode()), len(text), text.count("\\n"))
     assert got.chars + got.spaces == len(json.dumps(arguments, ensure_ascii=False))
-    assert compact_json(arguments) is got
 
 
 def test_compact_json_answers_for_plain_arguments_only() -> None:

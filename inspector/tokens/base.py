@@ -59,38 +59,23 @@ class CompactJson(NamedTuple):
     """What `json.dumps`'s default separators (`", "`, `": "`) add to it: a space each."""
 
 
-_COMPACT: dict[int, tuple[dict[str, Any], CompactJson | None]] = {}
-"""id(arguments) -> (the arguments, `compact_json` of them): the calibration's features and the
-harnesses' estimates size the same calls."""
-_COMPACT_KEPT = 1 << 16
-
-
 def compact_json(args: dict[str, Any]) -> CompactJson | None:
     """The size of `json.dumps(args, separators=(",", ":"), ensure_ascii=False)`, written by orjson
     (whose text it then is exactly, every string escaped the same way, in UTF-8); None where orjson's
     text may differ: `args` is not a dict of nothing but JSON scalars, lists and dicts of exact
     types, or orjson refuses it (an integer past 64 bits, a lone surrogate, nesting past its
-    limit). The order of keys is the dict's (`sort_keys` changes no size).
-
-    Sized once per arguments object (the calibration and the harnesses' estimates ask for the same
-    calls); the text itself is not kept (the arguments of a session's calls can weigh tens of MB)."""
-    hit = _COMPACT.get(id(args))
-    if hit is not None and hit[0] is args:
-        return hit[1]
-    made: CompactJson | None = None
+    limit). The order of keys is the dict's (`sort_keys` changes no size)."""
     try:
-        if type(args) is dict:
-            spaces = _spaces(args)
-            if spaces is not None:
-                out = orjson.dumps(args)
-                chars = len(out) if out.isascii() else len(out.decode("utf-8"))
-                made = CompactJson(len(out), chars, out.count(b"\\n"), spaces)
+        if type(args) is not dict:
+            return None
+        spaces = _spaces(args)
+        if spaces is None:
+            return None
+        out = orjson.dumps(args)
     except (TypeError, RecursionError):  # TypeError: orjson.JSONEncodeError
-        made = None
-    if len(_COMPACT) >= _COMPACT_KEPT:
-        _COMPACT.clear()
-    _COMPACT[id(args)] = (args, made)
-    return made
+        return None
+    chars = len(out) if out.isascii() else len(out.decode("utf-8"))
+    return CompactJson(len(out), chars, out.count(b"\\n"), spaces)
 
 
 MESSAGE_OVERHEAD = 64
