@@ -122,6 +122,13 @@ def test_fields_named_like_the_constructors_own_names() -> None:
     made = trusted(Odd)(m=1, given="y")
     assert made == Odd(m=1, given="y") and made.model_fields_set == {"m", "given"}
 
+    class Shadows(BaseModel):  # no required field: its set of given fields starts empty
+        set: int = 0
+        type: str = "t"
+
+    shadowed = trusted(Shadows)(set=2)
+    assert shadowed == Shadows(set=2) and shadowed.model_fields_set == {"set"}
+
 
 def test_a_mutable_default_is_refused() -> None:
     class Shared(BaseModel):

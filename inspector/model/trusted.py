@@ -57,7 +57,13 @@ def trusted(cls: type[M]) -> Callable[..., M]:
     # the constructor's own names start with "_", which no field's does (pydantic keeps those private)
     if not all(n.isidentifier() and not keyword.iskeyword(n) and not n.startswith("_") for n in names):
         raise TypeError(f"{cls.__name__} has a field that cannot be a parameter")
-    scope: dict[str, Any] = {"_new": cls.__new__, "_cls": cls, "_set": object.__setattr__, "_UNSET": _UNSET}
+    scope: dict[str, Any] = {
+        "_new": cls.__new__,
+        "_cls": cls,
+        "_set": object.__setattr__,
+        "_UNSET": _UNSET,
+        "_empty": set,
+    }
     params: list[str] = []
     fill: list[str] = []
     required: list[str] = []
@@ -88,7 +94,7 @@ def trusted(cls: type[M]) -> Callable[..., M]:
     source = "\n".join(
         [
             f"def make(*, {', '.join(params)}):" if params else "def make():",
-            f"    _given = {{{', '.join(required)}}}" if required else "    _given = set()",
+            f"    _given = {{{', '.join(required)}}}" if required else "    _given = _empty()",
             *fill,
             "    _m = _new(_cls)",
             "    _set(_m, '__dict__', {" + ", ".join(f"{n!r}: {n}" for n in names) + "})",
