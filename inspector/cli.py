@@ -16,6 +16,7 @@ from inspector.formats import LoaderError, load
 from inspector.model import Transcript
 from inspector.model.bulk import hold_for_good
 from inspector.replay import ReplayError
+from inspector.report.progress import progress_for
 from inspector.report.sanitize import json_safe, visible
 from inspector.shaping import PolicyError
 
@@ -182,10 +183,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load(path: str) -> Transcript:
+    progress = progress_for(path, sys.stderr)
     try:
-        transcript = load(path)
+        transcript = load(path, progress=progress)
     except LoaderError as exc:
         raise UserError(str(exc)) from None
+    finally:
+        if progress is not None:
+            progress.close()
     if _one_shot:
         hold_for_good()  # the process ends with this command, without freeing what it loaded
     return transcript
@@ -298,10 +303,14 @@ def _cmd_open(args: argparse.Namespace) -> int:
     if not follow:
         transcript, follower = _load(path), None
     else:
+        progress = progress_for(path, sys.stderr)
         try:
-            opened = open_transcript(path, follow=True)
+            opened = open_transcript(path, follow=True, progress=progress)
         except LoaderError as exc:
             raise UserError(str(exc)) from None
+        finally:
+            if progress is not None:
+                progress.close()
         transcript, follower = opened.transcript, opened.follower
     from inspector.tui import run_app
 

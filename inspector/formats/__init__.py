@@ -1,6 +1,6 @@
 """One reader per harness, and detection by content."""
 
-from .base import LineSplitter, LoaderError, Reader
+from .base import LineSplitter, LoaderError, Progress, Reader
 from .detect import detect, load
 
-__all__ = ["LineSplitter", "LoaderError", "Reader", "detect", "load"]
+__all__ = ["LineSplitter", "LoaderError", "Progress", "Reader", "detect", "load"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -313,11 +314,39 @@ def pairing_issues(messages: Iterable[Message], file: str, *, orphans: bool = Tr
     return pairing.issues()
 
 
+Progress = Callable[[int, int], None]
+"""Called with (bytes read, bytes in all) while a transcript file is read."""
+
+READ_CHUNK = 1 << 20
+"""What an incremental reader is fed at a time when it reads a whole file."""
+
+
+class _Fed(Protocol):
+    def feed(self, data: bytes) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+def feed_file(reader: _Fed, path: str | Path, progress: Progress | None = None) -> None:
+    """Feed a whole file to an incremental reader, a chunk at a time, and finish it (a last line
+    without its newline is read if whole); `progress` hears of every chunk."""
+    with Path(path).open("rb") as fh:
+        size = os.fstat(fh.fileno()).st_size if progress is not None else 0
+        done = 0
+        while chunk := fh.read(READ_CHUNK):
+            reader.feed(chunk)
+            if progress is not None:
+                done += len(chunk)
+                progress(min(done, size), max(size, done))
+    reader.finish()
+
+
 class Reader(Protocol):
-    """A harness format. `sniff` looks at content (never the name); `load` reads the whole session."""
+    """A harness format. `sniff` looks at content (never the name); `load` reads the whole session
+    (telling `progress` how far it got, where it reads the file incrementally)."""
 
     format: str
 
     def sniff(self, path: Path, head: bytes) -> bool: ...
 
-    def load(self, path: Path) -> Transcript: ...
+    def load(self, path: Path, *, progress: Progress | None = None) -> Transcript: ...

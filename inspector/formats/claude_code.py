@@ -70,8 +70,10 @@ from .base import (
     MAX_TOKENS,
     LineSplitter,
     Pairing,
+    Progress,
     decode_json_line,
     describe,
+    feed_file,
     short,
     token_count,
     too_deep,
@@ -108,7 +110,6 @@ SNIFF_KEYS = frozenset({"uuid", "parentUuid", "sessionId", "leafUuid", "messageI
 TITLE_TYPES = ("summary", "custom-title", "ai-title")
 BOUNDARY_SUBTYPES = ("compact_boundary", "microcompact_boundary")
 """(Tuples: a subtype may be any JSON value, a list included, so it is compared, never hashed.)"""
-READ_CHUNK = 1 << 20
 MAX_REJOIN = 64
 """How many lines may leave the end of the active branch (parallel tool traffic the new line does
 not hang off) for a transcript to still be extended rather than built again."""
@@ -1737,13 +1738,12 @@ def _link_compaction_calls(transcript: Transcript, calls: Iterable[Path]) -> Non
         transcript.events[idx] = transcript.events[idx].model_copy(update={"call_file": str(p)})
 
 
-def load_claude_code(path: str | Path, *, with_subagents: bool = True) -> Transcript:
-    """Read a whole Claude Code transcript file."""
+def load_claude_code(
+    path: str | Path, *, with_subagents: bool = True, progress: Progress | None = None
+) -> Transcript:
+    """Read a whole Claude Code transcript file (`progress`: see `feed_file`)."""
     reader = ClaudeCodeReader(path, with_subagents=with_subagents, follow=False)
-    with Path(path).open("rb") as fh:
-        while chunk := fh.read(READ_CHUNK):
-            reader.feed(chunk)
-    reader.finish()
+    feed_file(reader, path, progress)
     return reader.transcript()
 
 
@@ -1767,5 +1767,5 @@ class ClaudeCodeFormat:
                 return False
         return False
 
-    def load(self, path: Path) -> Transcript:
-        return load_claude_code(path)
+    def load(self, path: Path, *, progress: Progress | None = None) -> Transcript:
+        return load_claude_code(path, progress=progress)

@@ -65,8 +65,10 @@ from .base import (
     MAX_LINE_BYTES,
     MAX_TOKENS,
     LineSplitter,
+    Progress,
     decode_json_line,
     describe,
+    feed_file,
     pairing_issues,
     short,
     token_count,
@@ -74,7 +76,6 @@ from .base import (
 )
 
 FORMAT = "codex"
-READ_CHUNK = 1 << 20
 
 ENVELOPE_TYPES = frozenset(
     {
@@ -745,13 +746,10 @@ class CodexReader:
         )
 
 
-def load_codex(path: str | Path) -> Transcript:
-    """Read a whole Codex rollout file."""
+def load_codex(path: str | Path, *, progress: Progress | None = None) -> Transcript:
+    """Read a whole Codex rollout file (`progress`: see `feed_file`)."""
     reader = CodexReader(path)
-    with Path(path).open("rb") as fh:
-        while chunk := fh.read(READ_CHUNK):
-            reader.feed(chunk)
-    reader.finish()
+    feed_file(reader, path, progress)
     return reader.transcript()
 
 
@@ -805,5 +803,5 @@ class CodexFormat:
             return legacy_header and _str(rec.get("type")) in RESPONSE_ITEM_TYPES
         return False
 
-    def load(self, path: Path) -> Transcript:
-        return load_codex(path)
+    def load(self, path: Path, *, progress: Progress | None = None) -> Transcript:
+        return load_codex(path, progress=progress)

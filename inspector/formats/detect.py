@@ -9,7 +9,7 @@ from pathlib import Path
 from inspector.model import Transcript
 from inspector.model.bulk import paused_gc
 
-from .base import LoaderError, Reader
+from .base import LoaderError, Progress, Reader
 
 HEAD_BYTES = 256 * 1024
 
@@ -67,13 +67,14 @@ def detect(path: str | os.PathLike[str]) -> Reader:
     )
 
 
-def load(path: str | os.PathLike[str]) -> Transcript:
-    """Load a transcript of any supported harness."""
+def load(path: str | os.PathLike[str], *, progress: Progress | None = None) -> Transcript:
+    """Load a transcript of any supported harness; `progress` hears (bytes read, bytes in all)
+    after every chunk where the format is read incrementally (Claude Code, Codex)."""
     p = Path(path)
     reader = detect(p)
     # no cyclic garbage collection while loading: a reader makes a million objects and frees few
     with paused_gc():
         try:
-            return reader.load(p)
+            return reader.load(p, progress=progress)
         except OSError as exc:
             raise LoaderError(f"cannot read {p}: {exc.strerror or exc}") from None

@@ -43,7 +43,7 @@ from inspector.model import (
     Transcript,
 )
 
-from .base import LoaderError, describe, pairing_issues, too_deep, too_deep_reason
+from .base import LoaderError, Progress, describe, pairing_issues, too_deep, too_deep_reason
 
 FORMAT = "generic"
 ROLES: dict[str, Role] = {
@@ -407,5 +407,6 @@ class GenericChatFormat:
             return b'"messages"' in body and _ROLE_KEY.search(body) is not None and b'"sessionID"' not in body
         return False  # the first line is a whole object: JSON Lines, not one chat body
 
-    def load(self, path: Path) -> Transcript:
+    def load(self, path: Path, *, progress: Progress | None = None) -> Transcript:
+        """(A chat JSON file is parsed whole: `progress` hears nothing.)"""
         return load_chat_json(path)

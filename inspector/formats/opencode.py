@@ -71,7 +71,16 @@ from inspector.model import (
     Usage,
 )
 
-from .base import LoaderError, describe, json_error_reason, short, token_count, too_deep, too_deep_reason
+from .base import (
+    LoaderError,
+    Progress,
+    describe,
+    json_error_reason,
+    short,
+    token_count,
+    too_deep,
+    too_deep_reason,
+)
 
 FORMAT = "opencode"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -1132,7 +1141,10 @@ class OpencodeFormat:
             return False
         return isinstance(value, dict) and _record_kind(value) is not None
 
-    def load(self, path: Path, session_id: str | None = None) -> Transcript:
+    def load(
+        self, path: Path, session_id: str | None = None, *, progress: Progress | None = None
+    ) -> Transcript:
+        """(A database or a storage folder is queried, not read through: `progress` hears nothing.)"""
         return load_opencode(path, session_id=session_id)
 
     def sessions(self, path: Path) -> list[OpencodeSession]:

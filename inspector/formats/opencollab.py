@@ -100,6 +100,7 @@ from .base import (
     LineSplitter,
     LoaderError,
     Overlong,
+    Progress,
     decode_json_line,
     describe,
     short,
@@ -930,7 +931,10 @@ class OpencollabFormat:
             return _is_snapshot_head(_head(path.with_name(path.name.removesuffix(JOURNAL_SUFFIX))))
         return False
 
-    def load(self, path: Path, agent: int | str | None = None) -> Transcript:
+    def load(
+        self, path: Path, agent: int | str | None = None, *, progress: Progress | None = None
+    ) -> Transcript:
+        """(A run is read file by file, a snapshot whole: `progress` hears nothing.)"""
         return load_opencollab(path, agent=agent)
 
 

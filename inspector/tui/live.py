@@ -15,19 +15,16 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from inspector.formats import LoaderError, detect, load
+from inspector.formats import LoaderError, Progress, detect, load
 from inspector.live.discovery import LIVE_SECONDS
 from inspector.live.follow import (
-    INCREMENTAL_FORMATS,
     Follower,
     ReloadingReader,
-    factory_for_format,
     follower_for,
 )
 from inspector.model import Transcript
@@ -40,9 +37,6 @@ thresholds sit at threshold - 20,000); the app draws its warning line the same d
 policy's trigger, but never below the target."""
 READ_CHUNK = 4 << 20
 """Bytes read between two progress reports while a transcript is opened."""
-
-Progress = Callable[[int, int], None]
-"""Called with (bytes read, bytes in all) while a transcript is read."""
 
 
 # -- following by default ------------------------------------------------------------------------
@@ -180,9 +174,7 @@ def open_transcript(
             return Opened(follower.transcript(), follower)
         if opencode_session is not None:
             return Opened(_load_opencode_session(p, opencode_session))
-        if progress is None or not p.is_file():
-            return Opened(load(p))
-        return Opened(_read_with_progress(p, progress))
+        return Opened(load(p, progress=progress))
     except OSError as exc:
         raise LoaderError(f"cannot read {p}: {exc.strerror or exc}") from None
 
@@ -192,22 +184,3 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
-
-def _read_with_progress(path: Path, progress: Progress) -> Transcript:
-    """`load(path)`, reporting bytes read, for formats read incrementally; others load whole."""
-    fmt = detect(path).format
-    if fmt not in INCREMENTAL_FORMATS:
-        return load(path)
-    reader = factory_for_format(fmt)(path)
-    size = _size(path)
-    done = 0
-    with path.open("rb") as fh:
-        while chunk := fh.read(READ_CHUNK):
-            reader.feed(chunk)
-            done += len(chunk)
-            progress(min(done, size), max(size, done))
-    finish = getattr(reader, "finish", None)
-    if callable(finish):
-        finish()  # a last line without its newline counts, as in load()
-    return reader.transcript()

@@ -30,6 +30,7 @@ from textual.widgets.option_list import Option
 
 from inspector.formats import LoaderError
 from inspector.live import SessionInfo, discover
+from inspector.report.progress import human_size
 from inspector.report.sanitize import one_line
 from inspector.shaping import Policy
 from inspector.tui.live import open_transcript, recently_modified
@@ -68,18 +69,6 @@ class PickerRow:
     size: str
     activity: str
     title: str
-
-
-def human_size(n: int) -> str:
-    """1.9 MB, 830 KB, 412 B."""
-    if n < 1000:
-        return f"{n} B"
-    value = float(n)
-    for unit in ("KB", "MB", "GB"):
-        value /= 1000
-        if value < 1000 or unit == "GB":
-            return f"{value:.1f} {unit}" if value < 100 else f"{value:.0f} {unit}"
-    return f"{n} B"  # pragma: no cover - the loop always returns
 
 
 def ago(when: datetime, now: datetime) -> str:
