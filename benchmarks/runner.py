@@ -143,10 +143,11 @@ def best_of(n: int, fn: Callable[[], float]) -> float:
 # -- figures ---------------------------------------------------------------------------------
 
 
-def bench_open(big: Synth, repeat: int) -> list[Figure]:
-    """`report --json` against reading and decoding every line with orjson or msgspec (the faster),
-    all as fresh processes."""
-    path = str(big.path)
+def _open_runs(
+    path: str, repeat: int
+) -> tuple[list[tuple[float, int]], list[tuple[float, int]], dict[str, list[float]]]:
+    """(wall, peak RSS) of `report --json` and of the floor with each library, `repeat` times
+    each, alternating; and the floor's walls by library."""
     runs: list[tuple[float, int]] = []
     floors: list[tuple[float, int]] = []
     by_library: dict[str, list[float]] = {name: [] for name in FLOOR_LIBRARIES}
@@ -157,6 +158,44 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
             by_library[name].append(w)
         w, rss, _ = timed_child([PY, "-m", "inspector", "report", path, "--json"])
         runs.append((w, rss))
+    return runs, floors, by_library
+
+
+def bench_scale(huge: Synth, repeat: int) -> list[Figure]:
+    """`report --json` on a file of hundreds of megabytes, as the open figure measures it: the
+    interpreter's start and the imports weigh less beside a bigger floor (no target of its own)."""
+    runs, floors, _ = _open_runs(str(huge.path), repeat)
+    wall = min(w for w, _ in runs)
+    floor = min(w for w, _ in floors)
+    peak = max(r for _, r in runs)
+    mb = huge.bytes / 1e6
+    return [
+        Figure(
+            name=f"open at scale: report --json, {mb:,.0f} MB ({huge.requests:,} requests)",
+            target="(comparison)",
+            measured=wall,
+            unit="s",
+            floor=floor,
+            floor_what="the same floor",
+            ratio=wall / floor,
+            detail={"runs": runs, "bytes": huge.bytes, "lines": huge.lines},
+        ),
+        Figure(
+            name=f"memory at scale: peak RSS of report --json, {mb:,.0f} MB",
+            target="(comparison)",
+            measured=peak / 1e6,
+            unit="MB",
+            ratio=peak / huge.bytes,
+            detail={"peak_bytes": peak, "file_bytes": huge.bytes},
+        ),
+    ]
+
+
+def bench_open(big: Synth, repeat: int) -> list[Figure]:
+    """`report --json` against reading and decoding every line with orjson or msgspec (the faster),
+    all as fresh processes."""
+    path = str(big.path)
+    runs, floors, by_library = _open_runs(path, repeat)
     wall = min(w for w, _ in runs)
     floor = min(w for w, _ in floors)
     floor_what = "read + decode every line, " + min(by_library, key=lambda n: min(by_library[n]))
@@ -501,7 +540,9 @@ def bench_peer(big: Synth) -> list[Figure]:
 
 # -- the run ---------------------------------------------------------------------------------
 
-FIGURES = ("open", "paint", "replay", "growth", "live", "peer")
+FIGURES = ("open", "paint", "replay", "growth", "live", "scale", "peer")
+SCALE_MB = 400
+"""The size of the file the full run's scale figures read (the small run has none)."""
 
 
 def run(small: bool, only: set[str] | None = None) -> list[Figure]:
@@ -528,6 +569,7 @@ def run(small: bool, only: set[str] | None = None) -> list[Figure]:
         ("replay", lambda: bench_replay(session, repeat=1 if small else 3)),
         ("growth", lambda: bench_growth(session, flat, rounds=2 if small else 3)),
         ("live", lambda: _live(big if small else synth.synth("live20k", requests=LIVE_REQUESTS), small)),
+        ("scale", lambda: [] if small else bench_scale(synth.by_size(SCALE_MB), repeat=2)),
         ("peer", lambda: bench_peer(big)),
     ]
     for name, fn in steps:

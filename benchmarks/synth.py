@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 import time
 import uuid
@@ -39,9 +40,13 @@ HOOK_NAMESPACE = uuid.UUID("6f1b1f0e-5c1a-4c57-9d36-2b8f0c1e7a11")
 COMPACT_AT = 165_000
 """Contexts compact when the next request would reach COMPACT_AT + (0..COMPACT_JITTER)."""
 COMPACT_JITTER = 6_000
-BYTES_PER_REQUEST = 14_000
-"""About what the generator writes per request at large sizes, before the hook lines and the
-compactions are spliced in (which bring a file to about 1.3x this)."""
+BYTES_PER_REQUEST = 13_468
+BYTES_GROWTH = 0.6546
+"""A file of n requests takes about BYTES_PER_REQUEST * n + BYTES_GROWTH * n**2 bytes, hooks and
+compactions spliced in: a request costs more as the session goes on (its file-history snapshot
+lists every file touched so far). Fitted on this generator: 714 requests make 9.95 MB, 5,795 make
+100.8 MB, 7,143 make 129.6 MB, 28,571 make 876 MB (a per-request constant made the "100 MB" file
+130 MB and the "400 MB" one 876 MB)."""
 
 
 @dataclass(frozen=True)
@@ -350,8 +355,9 @@ def synth(
 
 
 def requests_for(size_mb: float) -> int:
-    """How many requests make a transcript of about `size_mb` megabytes."""
-    return max(30, round(size_mb * MB / BYTES_PER_REQUEST))
+    """How many requests make a transcript of about `size_mb` megabytes (see BYTES_GROWTH)."""
+    a, b = BYTES_PER_REQUEST, BYTES_GROWTH
+    return max(30, round((math.sqrt(a * a + 4 * b * size_mb * MB) - a) / (2 * b)))
 
 
 def by_size(size_mb: float, seed: int = 11) -> Synth:

@@ -81,3 +81,13 @@ def test_the_bare_loader_reads_every_line_and_makes_a_message_per_conversation_l
     path = str(session.path)
     assert bare_load(path, data, _with_models(path)) == (session.lines, conversation)
     assert bare_load(path, data, _with_structs(path)) == (session.lines, conversation)
+
+
+def test_a_file_made_by_size_is_about_that_size() -> None:
+    """The open figure is about "a 100 MB transcript" (DESIGN.md §7): a request costs more bytes as
+    the session goes on, and `requests_for` allows for it (a constant per request made the "100 MB"
+    file 130 MB)."""
+    made = synth.by_size(10)
+    assert 9_000_000 <= made.bytes <= 11_000_000
+    assert synth.requests_for(100) < 10 * synth.requests_for(10)  # not linear: fewer requests a MB
+    assert synth.requests_for(400) < 4 * synth.requests_for(100)
