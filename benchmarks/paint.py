@@ -1,10 +1,13 @@
 """First paint of the app, measured in a process of its own (run by the runner as a subprocess).
 
-    python -m benchmarks.paint PATH      # {"load": s, "paint": s, "steps": [s, ...]}: the
-                                         # transcript is loaded first, then the clock runs from
-                                         # creating InspectorApp until the main columns show the
-                                         # last request; then it steps back request by request
-    python -m benchmarks.paint --floor   # {"paint": s}: the same harness around an empty App
+    python -m benchmarks.paint PATH      # {"load": s, "paint": s, "painted_at": epoch s, "steps":
+                                         # [s, ...]}: the transcript is loaded first, then the clock
+                                         # runs from creating InspectorApp until the main columns
+                                         # show the last request (`painted_at`: when, on the wall
+                                         # clock, for the runner to count from the process's start);
+                                         # then it steps back request by request
+    python -m benchmarks.paint --floor   # {"paint": s, "painted_at": epoch s}: the same harness
+                                         # around an empty App
 
 Headless (`App.run_test(size=(160, 48))`); the benchmarks may import `inspector.tui`, the core never.
 The app is "painted" when its pipeline columns hold the view of the last request, one frame later.
@@ -47,6 +50,7 @@ async def _paint(path: str) -> dict[str, float]:
         # process to go idle, and the app's background scan of every request keeps it busy.)
         await pilot.pause(FRAME_S)
         t2 = time.perf_counter()
+        painted_at = time.time()
         painted = main is not None and getattr(main, "view", None) is not None
         steps: list[float] = []
         if main is not None and main.view is not None:
@@ -60,7 +64,13 @@ async def _paint(path: str) -> dict[str, float]:
                     await pilot.pause(0.001)
                 await pilot.pause(FRAME_S)
                 steps.append(time.perf_counter() - started)
-    return {"load": t1 - t0, "paint": t2 - t1, "painted": float(painted), "steps": steps}
+    return {
+        "load": t1 - t0,
+        "paint": t2 - t1,
+        "painted_at": painted_at,
+        "painted": float(painted),
+        "steps": steps,
+    }
 
 
 async def _floor() -> dict[str, float]:
@@ -75,7 +85,7 @@ async def _floor() -> dict[str, float]:
     async with Empty().run_test(size=SIZE) as pilot:
         await pilot.pause(FRAME_S)
         t2 = time.perf_counter()
-    return {"paint": t2 - t1}
+    return {"paint": t2 - t1, "painted_at": time.time()}
 
 
 def main(argv: list[str]) -> int:

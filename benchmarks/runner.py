@@ -270,29 +270,51 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
 
 
 def bench_paint(big: Synth, repeat: int) -> list[Figure]:
-    """The app's first paint (main columns showing the last request), in a fresh process."""
+    """The app's first paint (main columns showing the last request), in a fresh process: from the
+    process's start (what a user waits: the interpreter, the imports, the load, the app), and from
+    the app's creation on a loaded transcript (the app alone)."""
     got = []
+    waits = []
     for _ in range(repeat):
+        started = time.time()
         _, _, out = timed_child([PY, "-m", "benchmarks.paint", str(big.path)], stdout=None)
         got.append(json.loads(out))
+        waits.append(got[-1]["painted_at"] - started)
     floors = []
+    floor_waits = []
     for _ in range(repeat):
+        started = time.time()
         _, _, out = timed_child([PY, "-m", "benchmarks.paint", "--floor"], stdout=None)
         floors.append(json.loads(out)["paint"])
+        floor_waits.append(json.loads(out)["painted_at"] - started)
     paint = min(g["paint"] for g in got)
+    wait = min(waits)
     floor = min(floors)
+    floor_wait = min(floor_waits)
     steps = [t for g in got for t in g["steps"]] or [0.0]
+    painted = all(g["painted"] for g in got)
+    mb = big.bytes / 1e6
     return [
         Figure(
-            name=f"first paint: columns of the last request, {big.bytes / 1e6:,.0f} MB",
+            name=f"first paint: columns of the last request, from the process's start, {mb:,.0f} MB",
             target="<= 2 s",
+            measured=wait,
+            unit="s",
+            floor=floor_wait,
+            floor_what="empty app, from its process's start",
+            ratio=wait / floor_wait,
+            passed=wait <= 2.0 and painted,
+            detail={"waits": waits, "load_s": min(g["load"] for g in got)},
+        ),
+        Figure(
+            name=f"first paint: the app alone, on the loaded transcript, {mb:,.0f} MB",
+            target="(comparison)",
             measured=paint,
             unit="s",
             floor=floor,
             floor_what="empty app",
             ratio=paint / floor,
-            passed=paint <= 2.0 and all(g["painted"] for g in got),
-            detail={"runs": got, "floors": floors, "load_s": min(g["load"] for g in got)},
+            detail={"runs": got, "floors": floors},
         ),
         Figure(
             name=f"app: step back a request, action to frame, {big.bytes / 1e6:,.0f} MB",
