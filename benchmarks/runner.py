@@ -84,21 +84,61 @@ class Figure:
 # -- helpers ---------------------------------------------------------------------------------
 
 
+LAUNCHER = """
+import json, os, subprocess, sys, time
+report, args = sys.argv[1], sys.argv[2:]
+started_at = time.time()
+t0 = time.perf_counter()
+proc = subprocess.Popen(args)
+_, status, usage = os.wait4(proc.pid, 0)
+wall = time.perf_counter() - t0
+with open(report, "w") as fh:
+    json.dump({"wall": wall, "maxrss": usage.ru_maxrss * 1024, "started_at": started_at,
+               "code": os.waitstatus_to_exitcode(status)}, fh)
+"""
+"""Runs a measured command and says how it went. Linux counts the resident size of the process a
+child was spawned from into the child's peak (it carries it across exec): a child of the runner,
+which holds whole transcripts by the live figures, would report at least the runner's size. The
+launcher is a bare interpreter (-S, a few MB), so its child's peak is the child's own."""
+
+
+@dataclass(frozen=True)
+class Child:
+    """A measured command: wall seconds, its own peak resident bytes, what it wrote to stdout,
+    and when (epoch seconds) it was spawned."""
+
+    wall: float
+    rss: int
+    out: bytes
+    started_at: float
+
+
+def run_child(args: list[str], stdout: int | None = subprocess.DEVNULL) -> Child:
+    """Run a command through `LAUNCHER` (stdout: captured where None, else where it says)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "child.json"
+        proc = subprocess.Popen(
+            [PY, "-S", "-c", LAUNCHER, str(report), *args],
+            stdout=subprocess.PIPE if stdout is None else stdout,
+            env=env,
+            cwd=ROOT,
+        )
+        out = b""
+        if stdout is None:
+            assert proc.stdout is not None
+            out = proc.stdout.read()
+        proc.wait()
+        got = json.loads(report.read_text()) if report.exists() else {"code": proc.returncode}
+    if proc.returncode != 0 or got["code"] != 0:
+        raise RuntimeError(f"{' '.join(args[:4])}... exited {got['code']}")
+    return Child(got["wall"], got["maxrss"], out, got["started_at"])
+
+
 def timed_child(args: list[str], stdout: int | None = subprocess.DEVNULL) -> tuple[float, int, bytes]:
     """Run a child process: (wall seconds, its own peak resident bytes, stdout)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE if stdout is None else stdout, env=env, cwd=ROOT)
-    out = b""
-    if stdout is None:
-        assert proc.stdout is not None
-        out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args[:4])}... exited {proc.returncode}")
-    return wall, usage.ru_maxrss * 1024, out
+    c = run_child(args, stdout)
+    return c.wall, c.rss, c.out
 
 
 FLOOR_CODE = """
@@ -276,17 +316,15 @@ def bench_paint(big: Synth, repeat: int) -> list[Figure]:
     got = []
     waits = []
     for _ in range(repeat):
-        started = time.time()
-        _, _, out = timed_child([PY, "-m", "benchmarks.paint", str(big.path)], stdout=None)
-        got.append(json.loads(out))
-        waits.append(got[-1]["painted_at"] - started)
+        c = run_child([PY, "-m", "benchmarks.paint", str(big.path)], stdout=None)
+        got.append(json.loads(c.out))
+        waits.append(got[-1]["painted_at"] - c.started_at)
     floors = []
     floor_waits = []
     for _ in range(repeat):
-        started = time.time()
-        _, _, out = timed_child([PY, "-m", "benchmarks.paint", "--floor"], stdout=None)
-        floors.append(json.loads(out)["paint"])
-        floor_waits.append(json.loads(out)["painted_at"] - started)
+        c = run_child([PY, "-m", "benchmarks.paint", "--floor"], stdout=None)
+        floors.append(json.loads(c.out)["paint"])
+        floor_waits.append(json.loads(c.out)["painted_at"] - c.started_at)
     paint = min(g["paint"] for g in got)
     wait = min(waits)
     floor = min(floors)
