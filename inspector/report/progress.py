@@ -3,9 +3,9 @@
 A 400 MB session takes seconds to read before anything else can happen; a blank terminal for that
 long looks like a hang. `LoadProgress` is the `Progress` the readers call after every chunk: once
 the read has taken longer than `DELAY_S` it writes one line to standard error, rewritten in place
-at most every `INTERVAL_S`, ("reading NAME: 120 of 400 MB (30%)", then "building the transcript")
-and erases it when the load is over. Nothing is written where standard error is not a terminal
-(scripts, pipes, tests), so standard output and logs never hold it.
+at most every `INTERVAL_S` ("reading NAME: 120 MB of 400 MB (30%)", then "building the
+transcript"), and erases it when the load is over. Nothing is written where standard error is not
+a terminal (scripts, pipes, tests), so standard output and logs never hold it.
 """
 
 from __future__ import annotations
