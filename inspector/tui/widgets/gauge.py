@@ -11,6 +11,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from inspector.tui.viewmodel import StepView, tokens
+from inspector.tui.widgets.runs import append_runs
 
 LABEL_ROWS = 4
 """Rows for the line labels under the bar when the widget's height is not known yet."""
@@ -187,28 +188,17 @@ class PressureGauge(Widget):
         sent = min(filled, round(view.sent / scale * width))
         lines = gauge_lines(view, width)
         at = {g.position: g for g in lines}
-        # runs of one character in one style, appended as one span each (fewer spans: a faster render)
-        run: list[str] = []
-        run_style = ""
-        for i in range(width):
-            mid = (i + 0.5) / width * scale
-            zone = "ok" if mid <= view.target else "warn" if mid <= view.trigger else "over"
+
+        def cell(i: int) -> tuple[str, str]:
             line = at.get(i)
             if line is not None:
-                char, style = "┃", line.style
-            elif i < sent:
-                char, style = "█", zone
-            elif i < filled:
-                char, style = "▒", "shaped"
-            else:
-                char, style = "░", "empty"
-            if style != run_style and run:
-                out.append("".join(run), self._s(run_style))
-                run = []
-            run.append(char)
-            run_style = style
-        if run:
-            out.append("".join(run), self._s(run_style))
+                return "┃", line.style
+            if i < sent:
+                mid = (i + 0.5) / width * scale
+                return "█", "ok" if mid <= view.target else "warn" if mid <= view.trigger else "over"
+            return ("▒", "shaped") if i < filled else ("░", "empty")
+
+        append_runs(out, map(cell, range(width)), self._s)
         rows = max(1, self.content_region.height - 2) if self.content_region.height else LABEL_ROWS
         for row in place_labels(lines, width, rows):
             out.append("\n")

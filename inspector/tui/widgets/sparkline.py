@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from inspector.tui.viewmodel import SessionView
+from inspector.tui.widgets.runs import append_runs
 
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 CURRENT = "▲"
@@ -134,19 +135,14 @@ class ContextSparkline(Widget):
         ]
         for r in range(bars):
             level = bars - r - 1  # 0 is the bottom row
-            # runs of one style, appended as one span each (fewer spans: a faster render)
-            run: list[str] = []
-            for c, value in enumerate(values):
+            chars = []
+            for value in values:
                 eighths = round(value / top * bars * 8)
                 fill = min(8, max(0, eighths - level * 8))
                 if value > 0 and level == 0 and fill == 0:
                     fill = 1
-                if run and zones[c] != zones[c - 1]:
-                    out.append("".join(run), self._s(zones[c - 1]))
-                    run = []
-                run.append(EIGHTHS[fill] if fill else " ")
-            if run:
-                out.append("".join(run), self._s(zones[-1]))
+                chars.append(EIGHTHS[fill] if fill else " ")
+            append_runs(out, zip(chars, zones, strict=True), self._s)
             out.append("\n")
         shown = _mark_columns(cols)
         for c, (a, b) in enumerate(cols):
