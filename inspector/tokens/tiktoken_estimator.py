@@ -21,7 +21,6 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +195,8 @@ class TiktokenEstimator:
                 start = i + 1
         if start < len(texts):
             runs.append(texts[start:])
+        from concurrent.futures import ThreadPoolExecutor  # (only here: every start-up would pay for it)
+
         with ThreadPoolExecutor(threads) as pool:
             return [n for counts in pool.map(sizes, runs) for n in counts]
 
