@@ -8,6 +8,11 @@
                                          # then it steps back request by request
     python -m benchmarks.paint --floor   # {"paint": s, "painted_at": epoch s}: the same harness
                                          # around an empty App
+    python -m benchmarks.paint --scan PATH   # {"scan": s, "core": s}: from creating the app until
+                                         # its background scan has shaped every request (the
+                                         # sparkline's marks, `n`/`N`), nothing pressed; then the
+                                         # same shaping of every request without the app (the
+                                         # floor: a fresh replay stepped through in a loop)
 
 Headless (`App.run_test(size=(160, 48))`); the benchmarks may import `inspector.tui`, the core never.
 The app is "painted" when its pipeline columns hold the view of the last request, one frame later.
@@ -19,6 +24,7 @@ import asyncio
 import json
 import sys
 import time
+from typing import Any
 
 SIZE = (160, 48)
 FRAME_S = 1 / 30
@@ -28,7 +34,7 @@ STEPS = 30
 """Requests stepped back through after the first paint, each timed from the action to its frame."""
 
 
-async def _paint(path: str) -> dict[str, float]:
+async def _paint(path: str) -> dict[str, Any]:
     from inspector.formats import load
     from inspector.model.bulk import hold_loaded
     from inspector.tui.app import InspectorApp
@@ -73,6 +79,31 @@ async def _paint(path: str) -> dict[str, float]:
     }
 
 
+async def _scan(path: str) -> dict[str, float]:
+    from inspector.formats import load
+    from inspector.model.bulk import hold_loaded
+    from inspector.replay import Replay
+    from inspector.tui.app import InspectorApp
+
+    transcript = load(path)
+    hold_loaded()
+    t1 = time.perf_counter()
+    app = InspectorApp(transcript)
+    scan = None
+    async with app.run_test(size=SIZE) as pilot:
+        while time.perf_counter() - t1 < TIMEOUT_S:
+            await pilot.pause(0.005)
+            main = getattr(app, "main", None)
+            if main is not None and main.total and main.scanned >= main.total:
+                scan = time.perf_counter() - t1
+                break
+    t2 = time.perf_counter()
+    replay = Replay.open(transcript)
+    for k in range(1, len(replay) + 1):
+        replay.step(k)
+    return {"scan": scan if scan is not None else float("nan"), "core": time.perf_counter() - t2}
+
+
 async def _floor() -> dict[str, float]:
     from textual.app import App, ComposeResult
     from textual.widgets import Static
@@ -89,7 +120,12 @@ async def _floor() -> dict[str, float]:
 
 
 def main(argv: list[str]) -> int:
-    result = asyncio.run(_floor() if argv[:1] == ["--floor"] else _paint(argv[0]))
+    if argv[:1] == ["--floor"]:
+        result = asyncio.run(_floor())
+    elif argv[:1] == ["--scan"]:
+        result = asyncio.run(_scan(argv[1]))
+    else:
+        result = asyncio.run(_paint(argv[0]))
     sys.stdout.write(json.dumps(result) + "\n")
     return 0
 

@@ -319,6 +319,10 @@ def bench_paint(big: Synth, repeat: int) -> list[Figure]:
         c = run_child([PY, "-m", "benchmarks.paint", str(big.path)], stdout=None)
         got.append(json.loads(c.out))
         waits.append(got[-1]["painted_at"] - c.started_at)
+    scans = [
+        json.loads(run_child([PY, "-m", "benchmarks.paint", "--scan", str(big.path)], stdout=None).out)
+        for _ in range(repeat)
+    ]
     floors = []
     floor_waits = []
     for _ in range(repeat):
@@ -362,6 +366,16 @@ def bench_paint(big: Synth, repeat: int) -> list[Figure]:
             floor=FRAME_S,
             floor_what=f"the frame waited; p95 {p95(steps) * 1000:,.0f} ms, max {max(steps) * 1000:,.0f} ms",
             detail={"steps": steps},
+        ),
+        Figure(
+            name=f"app: every request scanned in the background, from the app's start, {mb:,.0f} MB",
+            target="(comparison)",
+            measured=min(g["scan"] for g in scans),
+            unit="s",
+            floor=min(g["core"] for g in scans),
+            floor_what="the same shaping without the app",
+            ratio=min(g["scan"] for g in scans) / min(g["core"] for g in scans),
+            detail={"runs": scans},
         ),
     ]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from inspector.replay import Replay
 from inspector.shaping import PRESETS
 from inspector.tokens.harness import harness_tokens
 from inspector.tui import InspectorApp
-from inspector.tui.app import MainScreen
+from inspector.tui.app import SCAN_YIELD_S, MainScreen, Pacer
 from inspector.tui.viewmodel import CellState
 from inspector.tui.widgets.sparkline import buckets
 from sample_sessions import SAMPLES, sample_path
@@ -196,6 +197,33 @@ async def test_bracket_keys_and_goto_change_the_request() -> None:
         await pilot.press("escape")
         await pilot.pause(0.1)
         assert main.request == 3
+
+
+def test_the_pacer_rests_as_long_as_it_worked_once_a_slice_is_worked() -> None:
+    rests: list[float] = []
+    pacer = Pacer(work_slice=0.002, max_rest=0.25, sleep=rests.append)
+    for _ in range(100):
+        pacer.worked(0.0001)  # a request's shaping: one rest per 20, not one per request
+    assert len(rests) == 5
+    assert sum(rests) == pytest.approx(0.01)
+    pacer.worked(0.0015)
+    assert len(rests) == 5  # under a slice: no rest yet
+    pacer.worked(3.0)
+    assert rests[-1] == 0.25  # one long piece of work: a rest of at most max_rest
+    assert pacer.owed == 0.0
+
+
+async def test_the_scan_rests_after_a_step_the_user_asked_for() -> None:
+    transcript, window = sample("short-session")
+    total = len(transcript.requests)
+    app = InspectorApp(transcript, window=window)
+    async with app.run_test(size=SIZE) as pilot:
+        main = await settle(pilot, total)
+        assert main.scan_rests_until == 0.0  # the first paint is not a step the user asked for
+        await pilot.press("left_square_bracket")
+        rest = main.scan_rests_until - time.monotonic()
+        assert 0 < rest <= SCAN_YIELD_S
+        main = await settle(pilot, total - 1)
 
 
 async def test_search_finds_the_next_message() -> None:
