@@ -204,6 +204,15 @@ _CONTENT = KIND_NAMES | {
     "out_call_lines",
 }
 """The features of what texts cost by themselves (ratios and shape), as opposed to framing."""
+_content_names: dict[str, bool] = {}
+"""Feature name -> whether it is a content feature (`_CONTENT` or an offset), as names are met."""
+
+
+def _is_content(name: str) -> bool:
+    if len(_content_names) >= 4096:
+        _content_names.clear()  # (tool names come from transcripts: the names are not bounded)
+    got = _content_names[name] = name in _CONTENT or name.startswith(_OFFSETS)
+    return got
 
 
 PRIOR_RATIO: dict[str, float] = {"heuristic": 0.9, "tiktoken": 1.15}
@@ -509,9 +518,13 @@ class Coefficients:
         """What the texts of `x` cost by themselves: their base tokens at the learned ratio of
         their kind (and tool) and shape, without the framing terms (which can be negative)."""
         total = 0.0
+        coef = self._coef
+        known = _content_names.get
         for n, v in x.items():
-            if n in _CONTENT or n.startswith(_OFFSETS):
-                total += self.coef(n) * v
+            is_content = known(n)
+            if is_content or (is_content is None and _is_content(n)):
+                got = coef.get(n)
+                total += (got if got is not None else self.coef(n)) * v
         return max(total, 0.0)
 
     def as_dict(self) -> dict[str, float]:
@@ -722,6 +735,13 @@ class CalibratedEstimator:
         lazy = calibration._lazy_positions(k)
         self._pos, self._len = lazy if lazy is not None else ({}, 0)
         self._weights = calibration._weights_at(k) if lazy is None else None
+        self._read: dict[str, int | None] = {}
+        """Weights read one by one so far (a layer sizes a message and its changed copy, which
+        share an id, many times over)."""
+        self._reached = False
+        """The calibration's pass has run to k."""
+        self._coefs: Coefficients | None = None
+        """`model_at(k)`, once asked for."""
 
     def text(self, text: str) -> int:
         return self._cal.changed_text(self._k, text, self._base)
@@ -729,27 +749,36 @@ class CalibratedEstimator:
     def _weight(self, mid: str) -> int | None:
         """`Calibration.weights(k).get(mid)`: the weight of a ledger message (or the overhead)."""
         if self._standing:
-            w = self._standing.get(mid)
-            if w is not None:
-                return w
+            stood = self._standing.get(mid)
+            if stood is not None:
+                return stood
         if self._weights is not None:
             return self._weights.get(mid)
-        if mid != OVERHEAD_ID:
-            p = self._pos.get(mid)
-            if p is None or p >= self._len:
-                return None
-        return self._cal.weight_of(self._k, mid)
+        read = self._read
+        if mid in read:
+            return read[mid]
+        w: int | None = None
+        if mid == OVERHEAD_ID or self._pos.get(mid, self._len) < self._len:
+            if not self._reached:
+                self._cal._upto(self._k)  # (the estimator may be made before the pass ran)
+                self._reached = True
+            w = self._cal._read_weight(self._k, mid)
+        read[mid] = w
+        return w
 
     def message(self, message: Message) -> int:
         if message.id == OVERHEAD_ID:
             return self._weight(OVERHEAD_ID) or 0
         # weights are kept for exactly the ledger's ids: a ledger message is the transcript's own object
+        cal = self._cal
         w = self._weight(message.id)
         orig = self._index.get(message.id) if w is not None else None
-        if orig is not None and w is not None and (message is orig or message == orig):
+        if orig is not None and w is not None and (message is orig or cal._same_as_own(message, orig)):
             return w
-        pred = self._cal.changed_message(self._k, message, self._base)
-        if orig is not None and w is not None and self._cal._text_len(message) <= self._cal._text_len(orig):
+        if self._coefs is None and cal.mode == "delta":
+            self._coefs = cal.model_at(self._k)
+        pred = cal.changed_message(self._k, message, self._base, self._coefs)
+        if orig is not None and w is not None and cal._text_len(message) <= cal._text_len(orig):
             pred = min(pred, w)
         return pred
 
@@ -796,6 +825,8 @@ class Calibration:
         """`model_at` of the requests up to len(_models) (extended as the pass goes on)."""
         self._changed: dict[int, tuple[Message, Estimator | None, Features | None, int]] = {}
         """id(message) -> `_changed_entry` of messages sized as changed."""
+        self._same: dict[int, tuple[Message, bool]] = {}
+        """id(message) -> (message, whether it equals the transcript's message of its id)."""
         self._spent: list[int] = []
         self._spend_seen: dict[str | int, int] = {}
         self._overhead_estimate = 0
@@ -1250,6 +1281,11 @@ class Calibration:
         self._upto(k)
         if self._lazy_positions(k) is None:
             return self._weights_at(k)[mid]
+        return self._read_weight(k, mid)
+
+    def _read_weight(self, k: int, mid: str) -> int:
+        """`weight_of(k, mid)` where the pass has reached k and request k's weights are read one
+        by one (`_lazy_positions(k)`): the caller knows."""
         self._flush()
         ver = self._versions.get(mid)
         v = ver.get(k) if ver is not None else None
@@ -1351,13 +1387,17 @@ class Calibration:
             return round(self._steps[k - 1].scale * base.text(text))
         return max(0, round(self.model_at(k).kind_ratio(Kind.TEXT) * base.text(text)))
 
-    def changed_message(self, k: int, message: Message, base: Estimator) -> int:
-        """What a message that is not (or no longer) as in the ledger costs at request k."""
+    def changed_message(
+        self, k: int, message: Message, base: Estimator, coefs: Coefficients | None = None
+    ) -> int:
+        """What a message that is not (or no longer) as in the ledger costs at request k
+        (`coefs`: `model_at(k)`, where the caller has it)."""
         if self.mode == "proportional":
             return round(self._steps[k - 1].scale * base.message(message))
         x = self._changed_entry(message, base)[2]
         assert x is not None
-        coefs = self.model_at(k)
+        if coefs is None:
+            coefs = self.model_at(k)
         # never below what its texts cost by themselves (a cleared result's placeholder included)
         return max(0, round(max(coefs.predict(x), coefs.content(x))))
 
@@ -1377,6 +1417,18 @@ class Calibration:
             self._changed.clear()
         self._changed[id(message)] = entry
         return entry
+
+    def _same_as_own(self, message: Message, own: Message) -> bool:
+        """`message == own`, for `own` the transcript's message of its id (cached by object: a
+        layer's changed copy is sized again at every request it is shaped at)."""
+        hit = self._same.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        same = message == own
+        if len(self._same) >= CHANGED_CACHE:
+            self._same.clear()
+        self._same[id(message)] = (message, same)
+        return same
 
     def _text_len(self, message: Message) -> int:
         """Characters of a message's texts (cached by message object)."""
