@@ -31,7 +31,7 @@ from textual.content import Content
 from textual.reactive import var
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from inspector.findings import Finding, find_all
@@ -78,6 +78,7 @@ from inspector.tui.viewmodel import (
 )
 from inspector.tui.widgets.columns import LedgerColumns
 from inspector.tui.widgets.gauge import PressureGauge
+from inspector.tui.widgets.keybar import KeyBar
 from inspector.tui.widgets.side import MessageDetail, PinnedSources
 from inspector.tui.widgets.sparkline import ContextSparkline
 from sample_sessions import sample_info
@@ -393,7 +394,7 @@ class MainScreen(Screen[None]):
                 yield PinnedSources(id="pinned")
                 yield MessageDetail(id="detail")
         yield Input(placeholder="search this ledger (enter: next match, esc: close)", id="search")
-        yield Footer()
+        yield KeyBar()
 
     @property
     def file_name(self) -> str:

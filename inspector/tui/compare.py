@@ -19,7 +19,7 @@ from textual.containers import Horizontal
 from textual.content import Content
 from textual.message import Message as TextualMessage
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from inspector.model import ToolCallBlock
 from inspector.replay import Replay, ReplayError, Step
@@ -37,6 +37,7 @@ from inspector.tui.viewmodel import (
     tokens,
 )
 from inspector.tui.widgets.columns import LedgerColumns
+from inspector.tui.widgets.keybar import KeyBar
 
 FATE_STATE = {
     "removed": CellState.REMOVED,
@@ -248,7 +249,7 @@ class CompareScreen(Screen[None]):
             yield Static("", id="compare-a", markup=False)
             yield Static("", id="compare-b", markup=False)
         yield CompareColumns(id="compare-columns")
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.head_a.border_title = "A"

@@ -25,7 +25,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Label, OptionList, ProgressBar, Static
+from textual.widgets import Label, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
 
 from inspector.formats import LoaderError
@@ -35,6 +35,7 @@ from inspector.report.sanitize import one_line
 from inspector.shaping import Policy
 from inspector.tui.live import open_transcript, recently_modified
 from inspector.tui.messages import OpenFailed, OpenProgress, SessionOpened, SessionsFound
+from inspector.tui.widgets.keybar import KeyBar
 
 HEADING_FOUND = "Sessions on this machine, newest first"
 HEADING_NONE = "No sessions found on this machine — open a sample:"
@@ -232,7 +233,7 @@ class PickerScreen(Screen[None]):
                 yield Label("", id="picker-loading-label", markup=False)
                 yield ProgressBar(id="picker-progress", show_eta=False)
             yield Label(HINT, id="picker-hint", markup=False)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#picker-frame", Vertical).border_title = "context-inspector"

@@ -11,10 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Input, Label, OptionList, Static, TextArea
+from textual.widgets import Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from inspector.tui.viewmodel import Detail
+from inspector.tui.widgets.keybar import KeyBar
 from inspector.tui.widgets.side import MessageDetail, detail_text
 
 
@@ -162,7 +163,7 @@ class MessageScreen(ModalScreen[None]):
             )
             area.cursor_blink = False
             yield area
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         frame = self.query_one("#message-frame", Vertical)
@@ -305,7 +306,7 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-frame"):
             yield HelpText("", id="help-text", markup=False)
-        yield Footer()
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self.query_one("#help-frame", VerticalScroll).border_title = "help"
