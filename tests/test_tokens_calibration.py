@@ -387,3 +387,28 @@ def test_estimator_at_on_corpus() -> None:
         }
     )
     assert 0 < est.message(cut) < w[big.id]
+
+
+def test_an_equal_copy_weighs_its_original_and_is_compared_again_against_another() -> None:
+    s = Session()
+    for i in range(6):
+        s.add(Role.USER, TextBlock(text=f"do step {i} " * 20))
+        tool_turn(s, i)
+        s.request()
+    tr = s.transcript()
+    cal = calibrate(tr, HeuristicEstimator())
+    k = len(tr.requests)
+    est = cal.estimator_at(k, HeuristicEstimator())
+    m = next(x for x in tr.ledger(k) if x.is_tool_result)
+    w = cal.weights(k)[m.id]
+    same = m.model_copy()  # equal, another object
+    assert same is not m
+    assert est.message(same) == w
+    assert cal.estimator_at(k, HeuristicEstimator()).message(same) == w  # (remembered, same answer)
+    cut = m.model_copy(update={"blocks": tuple(b.model_copy(update={"content": "x"}) for b in m.blocks)})
+    assert 0 < est.message(cut) < w
+    # what is remembered is the answer for that pair: another message of the id is compared anew
+    grown = m.model_copy(update={"blocks": (*m.blocks, TextBlock(text="more " * 300))})
+    assert cal._same_as_own(same, m)
+    assert not cal._same_as_own(same, grown)
+    assert cal._same_as_own(same, m)

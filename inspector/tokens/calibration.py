@@ -825,8 +825,8 @@ class Calibration:
         """`model_at` of the requests up to len(_models) (extended as the pass goes on)."""
         self._changed: dict[int, tuple[Message, Estimator | None, Features | None, int]] = {}
         """id(message) -> `_changed_entry` of messages sized as changed."""
-        self._same: dict[int, tuple[Message, bool]] = {}
-        """id(message) -> (message, whether it equals the transcript's message of its id)."""
+        self._same: dict[int, tuple[Message, Message, bool]] = {}
+        """id(message) -> (message, the transcript's message of its id, whether they are equal)."""
         self._spent: list[int] = []
         self._spend_seen: dict[str | int, int] = {}
         self._overhead_estimate = 0
@@ -969,6 +969,7 @@ class Calibration:
         new._positions = {}
         new._models = []
         new._changed = {}
+        new._same = {}
         # spend: kept up to the last old request (whose output may still have grown)
         new._spent = self._spent[: n - 1]
         new._spend_seen = dict(self._spend_seen)
@@ -1419,15 +1420,15 @@ class Calibration:
         return entry
 
     def _same_as_own(self, message: Message, own: Message) -> bool:
-        """`message == own`, for `own` the transcript's message of its id (cached by object: a
-        layer's changed copy is sized again at every request it is shaped at)."""
+        """`message == own`, for `own` the transcript's message of its id (cached by both objects:
+        a layer's changed copy is sized again at every request it is shaped at)."""
         hit = self._same.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
+        if hit is not None and hit[0] is message and hit[1] is own:
+            return hit[2]
         same = message == own
         if len(self._same) >= CHANGED_CACHE:
             self._same.clear()
-        self._same[id(message)] = (message, same)
+        self._same[id(message)] = (message, own, same)
         return same
 
     def _text_len(self, message: Message) -> int:
