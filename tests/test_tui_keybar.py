@@ -64,6 +64,19 @@ async def test_the_bar_draws_the_shown_keys_and_the_palette_at_the_right_end() -
         assert styles[" b "].dim and not styles[" a "].dim
 
 
+async def test_on_a_narrow_screen_the_keys_are_cut_and_the_palette_stays_at_the_right_end() -> None:
+    app = Keys()
+    async with app.run_test(size=(24, 6)) as pilot:
+        await pilot.pause()
+        bar = app.query_one(KeyBar)
+        line = line_of(bar)
+        assert line == " a Alpha  b ▏^p palette "
+        assert [(s.key, s.start, s.end) for s in bar.spans] == [("a", 0, 9), ("b", 9, 12), ("ctrl+p", 13, 24)]
+        cut = bar.key_at(11)
+        assert cut is not None and cut.key == "b"
+        assert bar.key_at(12) is None  # the rule before the palette's key
+
+
 async def test_a_click_presses_an_enabled_key_and_not_a_disabled_one() -> None:
     app = Keys()
     async with app.run_test(size=(80, 6)) as pilot:

@@ -96,19 +96,17 @@ class KeyBar(Widget):
         hover = self.get_component_rich_style("key-bar--hover")
         dim = Style(dim=True)
         shown, palette = self._shown()
-        line = Text(no_wrap=True, overflow="crop", end="")
-        spans: list[KeySpan] = []
 
-        def add(active: ActiveBinding, into: Text, palette: bool = False) -> None:
-            # (the palette's key is drawn without padding, its description with a cell before it,
-            # then a cell of the bar's own)
+        def add(active: ActiveBinding, into: Text, spans: list[KeySpan], bare: bool = False) -> None:
+            # `bare`: the palette's key, drawn without padding, its description with a cell before
+            # it, then a cell of the bar's own
             binding = active.binding
-            start = line.cell_len + into.cell_len if into is not line else line.cell_len
+            start = into.cell_len
             extra = hover if binding.key == self.hovered else Style()
             if not active.enabled:
                 extra += dim
             key = self.app.get_key_display(binding)
-            if palette:
+            if bare:
                 into.append(key, key_style + extra)
                 if binding.description:
                     into.append(f" {binding.description}", text_style + extra)
@@ -117,20 +115,25 @@ class KeyBar(Widget):
                 into.append(f" {key} ", key_style + extra)
                 if binding.description:
                     into.append(f"{binding.description} ", text_style + extra)
-            end = line.cell_len + into.cell_len if into is not line else line.cell_len
             tooltip = active.tooltip or binding.tooltip or binding.description
-            spans.append(KeySpan(start, end, binding.key, active.enabled, tooltip))
+            spans.append(KeySpan(start, into.cell_len, binding.key, active.enabled, tooltip))
 
+        line = Text(no_wrap=True, overflow="crop", end="")
+        spans: list[KeySpan] = []
         for active in shown:
-            add(active, line)
+            add(active, line, spans)
         if palette is not None:
+            # the palette's key at the right end, over the others where the line is too short
             right = Text("▏", self.get_component_rich_style("key-bar--rule"), no_wrap=True, end="")
-            add(palette, right, palette=True)
-            # the palette's key at the right end (after the others where the line is too short)
-            pad = max(0, self.size.width - line.cell_len - right.cell_len)
-            last = spans.pop()
-            spans.append(last._replace(start=last.start + pad, end=last.end + pad))
-            line.append(" " * pad)
+            ends: list[KeySpan] = []
+            add(palette, right, ends, bare=True)
+            at = max(0, self.size.width - right.cell_len)
+            if line.cell_len > at:
+                line.truncate(at)
+                spans = [s._replace(end=min(s.end, at)) for s in spans if s.start < at]
+            else:
+                line.append(" " * (at - line.cell_len))
+            spans.extend(s._replace(start=s.start + at, end=s.end + at) for s in ends)
             line.append_text(right)
         self.spans = spans
         return line
