@@ -13,7 +13,7 @@ from inspector.replay import Replay
 from inspector.shaping import PRESETS
 from inspector.tokens.harness import harness_tokens
 from inspector.tui import InspectorApp
-from inspector.tui.app import SCAN_YIELD_S, MainScreen, Pacer
+from inspector.tui.app import SCAN_TAIL_S, SCAN_YIELD_S, MainScreen, Pacer
 from inspector.tui.viewmodel import CellState
 from inspector.tui.widgets.sparkline import buckets
 from sample_sessions import SAMPLES, sample_path
@@ -213,17 +213,29 @@ def test_the_pacer_rests_as_long_as_it_worked_once_a_slice_is_worked() -> None:
     assert pacer.owed == 0.0
 
 
-async def test_the_scan_rests_after_a_step_the_user_asked_for() -> None:
+async def test_the_scan_rests_while_a_request_is_being_shown() -> None:
     transcript, window = sample("short-session")
     total = len(transcript.requests)
     app = InspectorApp(transcript, window=window)
     async with app.run_test(size=SIZE) as pilot:
         main = await settle(pilot, total)
-        assert main.scan_rests_until == 0.0  # the first paint is not a step the user asked for
+        # the first request shown: the rest was cut to its frames once it was on screen
+        shown_first = main.scan_rests_until
+        assert shown_first <= time.monotonic() + SCAN_TAIL_S
+        rests: list[float] = []
+        shape = main.compute_step
+
+        def spy(*args: object) -> None:
+            rests.append(main.scan_rests_until - time.monotonic())
+            shape(*args)  # type: ignore[arg-type]
+
+        main.compute_step = spy  # type: ignore[method-assign]
         await pilot.press("left_square_bracket")
-        rest = main.scan_rests_until - time.monotonic()
-        assert 0 < rest <= SCAN_YIELD_S
         main = await settle(pilot, total - 1)
+        # while the step was shaped the scan rested (at most SCAN_YIELD_S); once it was shown,
+        # for its frames only
+        assert len(rests) == 1 and SCAN_TAIL_S < rests[0] <= SCAN_YIELD_S
+        assert shown_first < main.scan_rests_until <= time.monotonic() + SCAN_TAIL_S
 
 
 async def test_search_finds_the_next_message() -> None:

@@ -102,9 +102,13 @@ SCAN_MAX_REST = 0.25
 `SCAN_MAX_REST`): at most half of one core. A request takes some 0.1 ms to shape, and a rest after
 each one (at least 0.5 ms, as sleeping goes) made the scan of 5,794 requests take 4.5 s where its
 work took 0.5 s."""
-SCAN_YIELD_S = 0.3
-"""After a step the user asked for, the scan rests this long (seconds): the frames of the request
-being shown go first (while the scan works, a step back took 70 ms, p95 110 ms; 64 and 70 ms alone)."""
+SCAN_YIELD_S = 0.5
+SCAN_TAIL_S = 0.1
+"""While a request is being shaped to be shown (a step the user asked for, a live update, the first
+paint), the scan rests, and for `SCAN_TAIL_S` after it is shown, its frames going first; at most
+`SCAN_YIELD_S` in all (seconds). While the scan worked beside them, a step back took 70 ms (p95
+110 ms) against 64 ms (70 ms) alone, and a live append reached the screen in 90-160 ms against
+87-100 ms with no scan."""
 DETAIL_DELAY = 0.06
 """Seconds the cursor must rest on a row before its detail is computed (holding a key down
 spawns no work)."""
@@ -341,8 +345,7 @@ class MainScreen(Screen[None]):
         self.waiting = Waiting()
         """Steps for the screen waiting for the lock (the background scan steps aside for them)."""
         self.scan_rests_until = 0.0
-        """Monotonic time until which the scan rests (`SCAN_YIELD_S` after a step the user asked
-        for, `go`: not after the first paint, nor a live update)."""
+        """Monotonic time until which the scan rests (`SCAN_YIELD_S`, `SCAN_TAIL_S`)."""
         self.generation = 0
         self.request = 0
         self.view: StepView | None = None
@@ -739,6 +742,7 @@ class MainScreen(Screen[None]):
             return
         self.live_busy = True
         self.live_dirty = False
+        self.scan_rests_until = time.monotonic() + SCAN_YIELD_S  # until the grown session is shown
         reason, self.live_reset = self.live_reset, None
         previous = None if reason is not None or self.reshaping else self.replay
         want = None if self.following or not self.request else self.request
@@ -837,6 +841,8 @@ class MainScreen(Screen[None]):
             return
         view = event.view
         self.view = view
+        # shown: the scan goes on once its frames are drawn
+        self.scan_rests_until = min(self.scan_rests_until, time.monotonic() + SCAN_TAIL_S)
         self.gauge.show(view)
         self.gauge.border_subtitle = Content(self._gauge_subtitle(view))
         self.sparkline.set_current(view.index, view.trigger, view.target, view.window)
@@ -965,12 +971,10 @@ class MainScreen(Screen[None]):
         return len(self.replay) if self.replay is not None else 0
 
     def go(self, k: int, *, bottom: bool = False, select: str | None = None) -> None:
-        """Show request k (clamped to the transcript), as a user asked; `select`: put the cursor on
-        that message."""
+        """Show request k (clamped to the transcript); `select`: put the cursor on that message."""
         if self.replay is None or not self.total:
             return
         k = max(1, min(k, self.total))
-        self.scan_rests_until = time.monotonic() + SCAN_YIELD_S  # a user's step: its frames first
         self.show_request(k, bottom=bottom, select=select)
 
     def show_request(
@@ -983,6 +987,7 @@ class MainScreen(Screen[None]):
         keep = select or self._cursor_message()
         if not quiet:
             self.gauge.border_subtitle = f"shaping request {k}…"
+        self.scan_rests_until = time.monotonic() + SCAN_YIELD_S  # until it is shown (`step_ready`)
         self.compute_step(self.replay, k, self.generation, keep, bottom)
 
     def _cursor_message(self) -> str | None:
