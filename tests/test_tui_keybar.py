@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
 from textual.app import App, ComposeResult
 from textual.binding import Binding
+from textual.pilot import Pilot
 from textual.widgets import Static
 
 from inspector.tui import InspectorApp
@@ -44,11 +48,17 @@ def line_of(bar: KeyBar) -> str:
     return bar.render().plain
 
 
-async def test_the_bar_draws_the_shown_keys_and_the_palette_at_the_right_end() -> None:
+@asynccontextmanager
+async def keys_app(width: int = 80) -> AsyncIterator[tuple[Keys, Pilot[None], KeyBar]]:
+    """The app above on a screen `width` cells wide, settled: (app, pilot, its key bar)."""
     app = Keys()
-    async with app.run_test(size=(80, 6)) as pilot:
+    async with app.run_test(size=(width, 6)) as pilot:
         await pilot.pause()
-        bar = app.query_one(KeyBar)
+        yield app, pilot, app.query_one(KeyBar)
+
+
+async def test_the_bar_draws_the_shown_keys_and_the_palette_at_the_right_end() -> None:
+    async with keys_app() as (_app, _pilot, bar):
         line = line_of(bar)
         # one key per action, the hidden one left out, the palette's last, at the right end
         assert line.startswith(" a Alpha  b Beta ")
@@ -65,10 +75,7 @@ async def test_the_bar_draws_the_shown_keys_and_the_palette_at_the_right_end() -
 
 
 async def test_on_a_narrow_screen_the_keys_are_cut_and_the_palette_stays_at_the_right_end() -> None:
-    app = Keys()
-    async with app.run_test(size=(24, 6)) as pilot:
-        await pilot.pause()
-        bar = app.query_one(KeyBar)
+    async with keys_app(24) as (_app, _pilot, bar):
         line = line_of(bar)
         assert line == " a Alpha  b ▏^p palette "
         assert [(s.key, s.start, s.end) for s in bar.spans] == [("a", 0, 9), ("b", 9, 12), ("ctrl+p", 13, 24)]
@@ -78,10 +85,7 @@ async def test_on_a_narrow_screen_the_keys_are_cut_and_the_palette_stays_at_the_
 
 
 async def test_a_click_presses_an_enabled_key_and_not_a_disabled_one() -> None:
-    app = Keys()
-    async with app.run_test(size=(80, 6)) as pilot:
-        await pilot.pause()
-        bar = app.query_one(KeyBar)
+    async with keys_app() as (app, pilot, bar):
         a, b = bar.spans[0], bar.spans[1]
         await pilot.click(KeyBar, offset=(a.start + 1, 0))
         await pilot.click(KeyBar, offset=(b.start + 1, 0))
@@ -98,10 +102,7 @@ async def test_a_click_presses_an_enabled_key_and_not_a_disabled_one() -> None:
 
 
 async def test_hovering_a_key_gives_its_tooltip() -> None:
-    app = Keys()
-    async with app.run_test(size=(80, 6)) as pilot:
-        await pilot.pause()
-        bar = app.query_one(KeyBar)
+    async with keys_app() as (_app, pilot, bar):
         await pilot.hover(KeyBar, offset=(bar.spans[0].start + 1, 0))
         await pilot.pause()
         assert bar.hovered == "a" and bar.tooltip == "the first"
