@@ -199,18 +199,25 @@ async def test_bracket_keys_and_goto_change_the_request() -> None:
         assert main.request == 3
 
 
-def test_the_pacer_rests_as_long_as_it_worked_once_a_slice_is_worked() -> None:
+def test_the_pacer_keeps_to_its_share_of_a_core_resting_once_a_slice_is_worked() -> None:
     rests: list[float] = []
-    pacer = Pacer(work_slice=0.002, max_rest=0.25, sleep=rests.append)
+    pacer = Pacer(work_slice=0.002, share=0.5, max_rest=0.25, sleep=rests.append)
     for _ in range(100):
         pacer.worked(0.0001)  # a request's shaping: one rest per 20, not one per request
     assert len(rests) == 5
-    assert sum(rests) == pytest.approx(0.01)
+    assert sum(rests) == pytest.approx(0.01)  # half of a core: as long as it worked
     pacer.worked(0.0015)
     assert len(rests) == 5  # under a slice: no rest yet
     pacer.worked(3.0)
     assert rests[-1] == 0.25  # one long piece of work: a rest of at most max_rest
     assert pacer.owed == 0.0
+    thirds: list[float] = []
+    pacer = Pacer(work_slice=0.002, share=2 / 3, sleep=thirds.append)
+    for _ in range(100):
+        pacer.worked(0.0001)
+    assert sum(thirds) == pytest.approx(0.005)  # two thirds: half as long as it worked
+    with pytest.raises(ValueError):
+        Pacer(share=0)
 
 
 async def test_the_scan_rests_while_a_request_is_being_shown() -> None:
