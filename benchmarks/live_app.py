@@ -6,9 +6,9 @@ The file at PATH is copied to a temporary folder without its last requests; the 
 copy (headless, `App.run_test(size=(160, 48))`, the file watcher and the worker threads it really
 uses); once its first scan of every request is done, the held-back lines are appended one request
 at a time, and the clock runs from the write until the gauge shows the new request as the newest
-("request n/n"). This is what a user
-watching a live session waits for: the watcher's wake-up, the read, the transcript extended, the
-calibration and the replay brought up to date, the newest request shaped and laid out, the frame.
+("request n/n"). This is what a user watching a live session waits for: the watcher's wake-up, the
+read, the transcript extended, the calibration and the replay brought up to date, the newest
+request shaped and laid out, the frame.
 """
 
 from __future__ import annotations
