@@ -193,8 +193,16 @@ async def test_truncating_the_file_reads_it_again(tmp_path: Path) -> None:
         path.write_bytes(b"".join(lines[: cuts[1]]))  # truncated in place, then two requests
         await wait_until(pilot, lambda: counter(main).startswith("request 2/2"), "request 2/2 after reset")
         assert main.transcript is not old_transcript
-        said = [m.notification.message for m in notes if isinstance(m, Notify)]
-        assert any("was truncated: read again from the start" in s for s in said), said
+        # (the app takes its Notify from its own queue: it may come a moment after the gauge)
+        await wait_until(
+            pilot,
+            lambda: any(
+                "was truncated: read again from the start" in m.notification.message
+                for m in notes
+                if isinstance(m, Notify)
+            ),
+            "the notification that the file was truncated",
+        )
         await wait_until(pilot, lambda: "read again from the start" in screen_text(app), "the toast")
         # and it goes on following the new content
         append(path, b"".join(lines[cuts[1] : cuts[2]]))
