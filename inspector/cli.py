@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from inspector import __version__
-from inspector.formats import LoaderError, load
+from inspector.formats import LoaderError, Progress, load
 from inspector.model import Transcript
 from inspector.model.bulk import hold_for_good
 from inspector.replay import ReplayError
@@ -182,15 +183,23 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load(path: str) -> Transcript:
+@contextmanager
+def _reading(path: str) -> Iterator[Progress | None]:
+    """While `path` is read: the progress line on standard error where it is a terminal (erased
+    after), and a load error made the user's one line."""
     progress = progress_for(path, sys.stderr)
     try:
-        transcript = load(path, progress=progress)
+        yield progress
     except LoaderError as exc:
         raise UserError(str(exc)) from None
     finally:
         if progress is not None:
             progress.close()
+
+
+def _load(path: str) -> Transcript:
+    with _reading(path) as progress:
+        transcript = load(path, progress=progress)
     if _one_shot:
         hold_for_good()  # the process ends with this command, without freeing what it loaded
     return transcript
@@ -303,14 +312,8 @@ def _cmd_open(args: argparse.Namespace) -> int:
     if not follow:
         transcript, follower = _load(path), None
     else:
-        progress = progress_for(path, sys.stderr)
-        try:
+        with _reading(path) as progress:
             opened = open_transcript(path, follow=True, progress=progress)
-        except LoaderError as exc:
-            raise UserError(str(exc)) from None
-        finally:
-            if progress is not None:
-                progress.close()
         transcript, follower = opened.transcript, opened.follower
     from inspector.tui import run_app
 
