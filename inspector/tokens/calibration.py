@@ -72,6 +72,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from operator import itemgetter, mul
 from typing import Literal
 
@@ -204,15 +205,12 @@ _CONTENT = KIND_NAMES | {
     "out_call_lines",
 }
 """The features of what texts cost by themselves (ratios and shape), as opposed to framing."""
-_content_names: dict[str, bool] = {}
-"""Feature name -> whether it is a content feature (`_CONTENT` or an offset), as names are met."""
 
 
+@lru_cache(maxsize=4096)  # (tool names come from transcripts: the names are not bounded)
 def _is_content(name: str) -> bool:
-    if len(_content_names) >= 4096:
-        _content_names.clear()  # (tool names come from transcripts: the names are not bounded)
-    got = _content_names[name] = name in _CONTENT or name.startswith(_OFFSETS)
-    return got
+    """Whether a feature is a content feature (`_CONTENT` or a per-tool offset)."""
+    return name in _CONTENT or name.startswith(_OFFSETS)
 
 
 PRIOR_RATIO: dict[str, float] = {"heuristic": 0.9, "tiktoken": 1.15}
@@ -519,10 +517,8 @@ class Coefficients:
         their kind (and tool) and shape, without the framing terms (which can be negative)."""
         total = 0.0
         coef = self._coef
-        known = _content_names.get
         for n, v in x.items():
-            is_content = known(n)
-            if is_content or (is_content is None and _is_content(n)):
+            if _is_content(n):
                 got = coef.get(n)
                 total += (got if got is not None else self.coef(n)) * v
         return max(total, 0.0)
