@@ -76,8 +76,6 @@ class Figure:
                 for k, v in self.detail.items()
                 if k not in ("messages", "requests")
             )
-        elif self.target == "(bound)":
-            floor = f"{num(self.detail['read'] + self.detail['structs'], 's')} with msgspec structs in their place"
         return [self.name, self.target, num(self.measured, self.unit), floor, num(self.ratio, "x"), verdict]
 
 

@@ -108,7 +108,7 @@ class ForcedRecovery(BaseModel):
     layer may remove (pinned messages, the overhead among them; the last `groups_kept` groups).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)  # `view`: ledger structs
 
     request: int
     limit: int | None

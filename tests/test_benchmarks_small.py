@@ -70,9 +70,9 @@ def test_synthetic_sessions_are_mostly_lines_that_are_not_conversation() -> None
 
 
 def test_the_bare_loader_reads_every_line_and_makes_a_message_per_conversation_line() -> None:
-    """`benchmarks.bound`: what the open figure could be at best; both of its loaders read what
-    the reader reads (the same lines, a message per conversation line)."""
-    from benchmarks.bound import _with_models, _with_structs, bare_load
+    """`benchmarks.bound`: what the open figure could be at best; its loader reads what the reader
+    reads (the same lines, a message per conversation line)."""
+    from benchmarks.bound import _with_models, bare_load
 
     session = synth.synth("replay2000", requests=2000)
     data = session.path.read_bytes()
@@ -80,7 +80,6 @@ def test_the_bare_loader_reads_every_line_and_makes_a_message_per_conversation_l
     conversation = sum(1 for t in types if t in ("user", "assistant"))
     path = str(session.path)
     assert bare_load(path, data, _with_models(path)) == (session.lines, conversation)
-    assert bare_load(path, data, _with_structs(path)) == (session.lines, conversation)
 
 
 def test_a_file_made_by_size_is_about_that_size() -> None:

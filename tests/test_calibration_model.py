@@ -5,9 +5,11 @@ from __future__ import annotations
 import statistics
 
 import pytest
+from msgspec.structs import replace
 
 from inspector.formats import load
 from inspector.model import (
+    EventKind,
     Message,
     RecordedEvent,
     Request,
@@ -80,7 +82,7 @@ class Provider:
         """The harness clears these calls' results (each then costs what its placeholder does)."""
         self.events.append(
             RecordedEvent(
-                kind="microcompact", after_request=len(self.requests), cleared_tool_ids=tuple(calls)
+                kind=EventKind.MICROCOMPACT, after_request=len(self.requests), cleared_tool_ids=tuple(calls)
             )
         )
         for c in calls:
@@ -175,8 +177,8 @@ def test_cleared_placeholder_never_weighs_less_than_its_text(usage: bool) -> Non
         assert floor <= w[m.id] < cal.weights(k - 1)[m.id] / 3
     # the shaping pipeline's view of a cleared copy: never less than its text either
     est = cal.estimator_at(k - 1, HeuristicEstimator())
-    copy = cleared[0].model_copy(
-        update={"blocks": (ToolResultBlock(call_id=calls[0], tool_name="Bash", content=CLEARED_TEXT),)}
+    copy = replace(
+        cleared[0], blocks=(ToolResultBlock(call_id=calls[0], tool_name="Bash", content=CLEARED_TEXT),)
     )
     assert est.message(copy) >= floor
     # the untouched results keep their weights (the last one was new at request k)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from inspector.findings import (
     CHECKS,
@@ -393,9 +394,7 @@ def test_reread_after_a_recorded_compaction() -> None:
         Segment(index=1, message_ids=seg1),
     ]
     t.requests = [
-        r
-        if r.index <= 2
-        else r.model_copy(update={"segment": 1, "ledger_len": seg1.index(r.response_id or "")})
+        r if r.index <= 2 else replace(r, segment=1, ledger_len=seg1.index(r.response_id or ""))
         for r in t.requests
     ]
     t.events = [

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from inspector.cli import main as cli_main
 from inspector.formats import LoaderError, detect, load
@@ -49,7 +50,7 @@ def _write_journal(path: Path, records: list[dict[str, Any]]) -> None:
 
 
 def _comparable(messages: list[Any]) -> list[dict[str, Any]]:
-    return [m.model_dump(exclude={"origin"}) for m in messages]
+    return [replace(m, origin=None) for m in messages]
 
 
 # -- the sample and its generator --------------------------------------------------------------

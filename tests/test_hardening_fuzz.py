@@ -26,8 +26,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from inspector.formats import LoaderError, load
 from inspector.formats.claude_code import ClaudeCodeReader
@@ -299,7 +301,7 @@ def check_transcript(
     for r in t.requests:
         assert 0 <= r.segment < len(t.segments)
         assert 0 <= r.ledger_len <= len(t.segments[r.segment].message_ids)
-    t.model_dump_json()
+    msgspec.json.encode(t)
     replay = Replay.open(t)
     n = len(replay)
     for k in sorted({*range(1, min(n, steps) + 1), n} - {0}):
@@ -504,14 +506,14 @@ def _hostile(message: Message, text: str) -> Message:
     from inspector.model import TextBlock, ToolResultBlock
 
     blocks = tuple(
-        b.model_copy(update={"text": b.text + text})
+        replace(b, text=b.text + text)
         if isinstance(b, TextBlock)
-        else b.model_copy(update={"content": text + b.content, "tool_name": text if b.tool_name else None})
+        else replace(b, content=text + b.content, tool_name=text if b.tool_name else None)
         if isinstance(b, ToolResultBlock)
         else b
         for b in message.blocks
     )
-    return message.model_copy(update={"blocks": blocks})
+    return replace(message, blocks=blocks)
 
 
 @PIPELINE

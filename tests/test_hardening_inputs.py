@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 
@@ -968,7 +969,7 @@ def check_loaded(t: Transcript, path: Path) -> None:
         assert 0 <= r.segment < len(t.segments) and 0 <= r.ledger_len <= len(
             t.segments[r.segment].message_ids
         )
-    t.model_dump_json()
+    msgspec.json.encode(t)
     replay = Replay.open(t)
     for k in range(1, len(replay) + 1):
         replay.step(k)

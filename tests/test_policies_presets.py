@@ -8,9 +8,11 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from inspector.formats.detect import load
 from inspector.model import Message, Role, Source, SourceKind, TextBlock, ToolCallBlock, ToolResultBlock
@@ -434,7 +436,7 @@ def test_opencode_prune_never_prunes_skill_output() -> None:
     # a pinned result (skill bodies are pinned by the readers) is never touched either
     pinned_chat, pinned = prune_chat(8)
     msgs = [
-        m.model_copy(update={"source": Source.of(SourceKind.SKILL)}) if m.id == pinned[0].id else m
+        replace(m, source=Source.of(SourceKind.SKILL)) if m.id == pinned[0].id else m
         for m in pinned_chat.messages
     ]
     out2 = {m.id: m for m in OpencodePrune().apply(msgs, budget, EST).view}
@@ -526,7 +528,7 @@ def timed_ledgers(draw: st.DrawFn) -> list[Message]:
     for k, m in enumerate(msgs):
         clock += timedelta(minutes=idle if k == len(msgs) - 1 else 1)
         stamped = draw(st.integers(0, 9)) > 0
-        out.append(m.model_copy(update={"timestamp": clock.isoformat() if stamped else None}))
+        out.append(replace(m, timestamp=clock.isoformat() if stamped else None))
     return out
 
 
@@ -576,11 +578,11 @@ def test_harness_layer_invariants(
     forced: bool,
 ) -> None:
     layer = make_layer(layer_name)
-    snapshot = [m.model_dump() for m in ledger]
+    snapshot = [msgspec.to_builtins(m) for m in ledger]
     original = list(ledger)
     result = layer.apply(ledger, budget, estimator, forced=forced)
     assert ledger == original and all(a is b for a, b in zip(ledger, original, strict=True))
-    assert [m.model_dump() for m in ledger] == snapshot
+    assert [msgspec.to_builtins(m) for m in ledger] == snapshot
     check_view(ledger, result.view)
     assert result.tokens_before == total(ledger, estimator)
     assert result.tokens_after == total(result.view, estimator)
@@ -612,9 +614,9 @@ def test_harness_preset_invariants(
     policy = Policy.model_validate({**base.model_dump(), "summarizer": "extractive"})
     budget = policy.budget(window)
     pipeline = policy.pipeline()
-    snapshot = [m.model_dump() for m in ledger]
+    snapshot = [msgspec.to_builtins(m) for m in ledger]
     result = pipeline.run(ledger, budget, estimator, forced=forced)
-    assert [m.model_dump() for m in ledger] == snapshot
+    assert [msgspec.to_builtins(m) for m in ledger] == snapshot
     check_view(ledger, result.final)
     assert result.sent_tokens == total(result.final, estimator) <= result.input_tokens
     for prev, nxt in itertools.pairwise(result.layers):

@@ -20,7 +20,7 @@ SAMPLES = [ROOT / "sample_sessions" / "long-session.jsonl", ROOT / "sample_sessi
 
 
 def fields(t: Transcript) -> dict[str, Any]:
-    return {name: getattr(t, name) for name in type(t).model_fields}
+    return {name: getattr(t, name) for name in type(t).__struct_fields__}
 
 
 def fresh(path: Path, data: bytes) -> Transcript:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from msgspec.structs import replace
 
 from inspector.formats import load
 from inspector.model import Message, Role, TextBlock
@@ -123,7 +124,7 @@ def test_under_another_policy_the_ledger_still_holds_what_was_cleared_whole() ->
 def test_recast_weighs_the_same_views_again() -> None:
     a = Message(id="a", role=Role.USER, blocks=(TextBlock(text="x" * 300),))
     b = Message(id="b", role=Role.USER, blocks=(TextBlock(text="y" * 30),))
-    a2 = a.model_copy(update={"blocks": (TextBlock(text="x" * 30),)})
+    a2 = replace(a, blocks=(TextBlock(text="x" * 30),))
     est = HeuristicEstimator()
     memo = TokenMemo(est)
     layer = LayerResult(

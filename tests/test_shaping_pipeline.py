@@ -6,6 +6,8 @@ import re
 import time
 from collections import Counter
 
+from msgspec.structs import replace
+
 from inspector.model import (
     Message,
     ReasoningBlock,
@@ -316,7 +318,7 @@ def test_explain_pinned_and_unchanged() -> None:
 
 def test_explain_truncated_then_cleared() -> None:
     view = ledger(50)
-    view[5] = view[5].model_copy(update={"blocks": (ToolResultBlock(call_id="c1", content="y" * 40_000),)})
+    view[5] = replace(view[5], blocks=(ToolResultBlock(call_id="c1", content="y" * 40_000),))
     result = run(view, 80_000)
     sentence = explain(result, "r1")
     pattern = (

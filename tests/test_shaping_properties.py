@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import cast
 
+import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -284,14 +285,14 @@ def test_layer_invariants(
 ) -> None:
     layer = LAYERS[layer_name]()
     assert not unpaired(ledger)
-    snapshot = [m.model_dump() for m in ledger]
+    snapshot = [msgspec.to_builtins(m) for m in ledger]
     original = list(ledger)
 
     result = layer.apply(ledger, budget, estimator, forced=forced)
 
     # The input is never mutated.
     assert ledger == original and all(a is b for a, b in zip(ledger, original, strict=True))
-    assert [m.model_dump() for m in ledger] == snapshot
+    assert [msgspec.to_builtins(m) for m in ledger] == snapshot
     check_view(ledger, result.view)
     # Estimates: what the layer reports is what the estimator says, and never higher.
     assert result.tokens_before == total(ledger, estimator)
@@ -330,11 +331,11 @@ def test_preset_invariants(
     policy = Policy.model_validate({**base.model_dump(), "tool_result_budget": tool_budget})
     budget = policy.budget(window)
     pipeline = policy.pipeline()
-    snapshot = [m.model_dump() for m in ledger]
+    snapshot = [msgspec.to_builtins(m) for m in ledger]
 
     result = pipeline.run(ledger, budget, estimator, forced=forced)
 
-    assert [m.model_dump() for m in ledger] == snapshot
+    assert [msgspec.to_builtins(m) for m in ledger] == snapshot
     assert result.input == tuple(ledger)
     check_view(ledger, result.final)
     assert result.sent_tokens == total(result.final, estimator) <= result.input_tokens

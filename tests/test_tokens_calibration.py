@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from inspector.formats import load
 from inspector.model import (
@@ -225,10 +226,10 @@ def test_cleared_tool_output() -> None:
     # the shaping pipeline's view: an unchanged message weighs its weight, a changed one less
     est = cal.estimator_at(6, HeuristicEstimator())
     assert est.message(results[0]) == before[results[0].id]
-    same = results[0].model_copy()
+    same = replace(results[0])
     assert est.message(same) == before[results[0].id]
-    changed = results[0].model_copy(
-        update={"blocks": (ToolResultBlock(call_id="t0", tool_name="Read", content=CLEARED_TEXT),)}
+    changed = replace(
+        results[0], blocks=(ToolResultBlock(call_id="t0", tool_name="Read", content=CLEARED_TEXT),)
     )
     assert 0 < est.message(changed) < before[results[0].id] / 20
     assert est.message(overhead_message()) == cal.overhead(6)
@@ -378,13 +379,11 @@ def test_estimator_at_on_corpus() -> None:
     assert usage is not None
     assert sum(est.message(m) for m in ledger) + est.message(overhead_message()) == usage.context
     big = max((m for m in ledger if m.is_tool_result), key=lambda m: w[m.id])
-    cut = big.model_copy(
-        update={
-            "blocks": tuple(
-                b.model_copy(update={"content": b.content[:200]}) if isinstance(b, ToolResultBlock) else b
-                for b in big.blocks
-            )
-        }
+    cut = replace(
+        big,
+        blocks=tuple(
+            replace(b, content=b.content[:200]) if isinstance(b, ToolResultBlock) else b for b in big.blocks
+        ),
     )
     assert 0 < est.message(cut) < w[big.id]
 
@@ -401,14 +400,14 @@ def test_an_equal_copy_weighs_its_original_and_is_compared_again_against_another
     est = cal.estimator_at(k, HeuristicEstimator())
     m = next(x for x in tr.ledger(k) if x.is_tool_result)
     w = cal.weights(k)[m.id]
-    same = m.model_copy()  # equal, another object
+    same = replace(m)  # equal, another object
     assert same is not m
     assert est.message(same) == w
     assert cal.estimator_at(k, HeuristicEstimator()).message(same) == w  # (remembered, same answer)
-    cut = m.model_copy(update={"blocks": tuple(b.model_copy(update={"content": "x"}) for b in m.blocks)})
+    cut = replace(m, blocks=tuple(replace(b, content="x") for b in m.blocks))
     assert 0 < est.message(cut) < w
     # what is remembered is the answer for that pair: another message of the id is compared anew
-    grown = m.model_copy(update={"blocks": (*m.blocks, TextBlock(text="more " * 300))})
+    grown = replace(m, blocks=(*m.blocks, TextBlock(text="more " * 300)))
     assert cal._same_as_own(same, m)
     assert not cal._same_as_own(same, grown)
     assert cal._same_as_own(same, m)

@@ -34,10 +34,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from msgspec import DecodeError
+from msgspec.structs import replace
 
 from inspector.model import (
     CONVERSATION,
@@ -63,7 +64,6 @@ from inspector.model import (
     Transcript,
     Usage,
 )
-from inspector.model.trusted import trusted
 
 from .base import (
     MAX_LINE_BYTES,
@@ -620,7 +620,7 @@ class ClaudeCodeReader:
             built.pairing.add(m)
         segments = list(old.segments)
         if len(last_ids) != len(segments[-1].message_ids):
-            segments[-1] = segments[-1].model_copy(update={"message_ids": tuple(last_ids)})
+            segments[-1] = replace(segments[-1], message_ids=tuple(last_ids))
         models = +built.models
         subagents = list(built.inline)
         if agents is not None:
@@ -731,7 +731,7 @@ def _media(block: dict[str, Any]) -> MediaBlock:
         data = src.get("data")
         if isinstance(data, str):
             size = len(data) * 3 // 4
-    kind = "document" if block.get("type") == "document" else "image"
+    kind: Literal["image", "document"] = "document" if block.get("type") == "document" else "image"
     return MediaBlock(type=kind, media_type=media_type, size_bytes=size)
 
 
@@ -925,7 +925,7 @@ def _named(blocks: tuple[Block, ...], call_names: dict[str, str]) -> tuple[Block
             if name != b.tool_name:
                 if out is None:
                     out = list(blocks)
-                out[i] = b.model_copy(update={"tool_name": name})
+                out[i] = replace(b, tool_name=name)
     return blocks if out is None else tuple(out)
 
 
@@ -944,13 +944,8 @@ _RequestFields = tuple[int, str, str | None, Usage | None, int, int, str | None,
 """(index, response message id, model, usage, segment, ledger length, timestamp, stop reason)."""
 
 
-_new_request = trusted(Request)
-_new_message = trusted(Message)
-_new_origin = trusted(Origin)
-
-
 def _request(f: _RequestFields) -> Request:
-    return _new_request(
+    return Request(
         index=f[0],
         response_id=f[1],
         model=f[2],
@@ -1359,7 +1354,7 @@ class _Builder:
         for e in events:
             first = seg_first_request.get(e.segment or 0)
             after = (first - 1) if first is not None else len(requests)
-            placed.append(e.model_copy(update={"after_request": after}))
+            placed.append(replace(e, after_request=after))
         # requests before a microcompact: those whose response line comes before it in the file
         request_lines = sorted(
             line_of_msg.get(m.id, 0) for m in messages if m.response_id and m.id in requested
@@ -1474,7 +1469,7 @@ class _Builder:
                 and all(a is b for a, b in zip(hit_a[0], key, strict=True))
             ):
                 return hit_a[2]
-            m = _new_message(
+            m = Message(
                 id=n.uuid,
                 role=Role.ASSISTANT,
                 blocks=key[0] if len(key) == 1 else tuple(b for bs in key for b in bs),
@@ -1482,7 +1477,7 @@ class _Builder:
                 source=CONVERSATION,
                 sidechain=n.sidechain,
                 agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
-                origin=_new_origin(file=self.file, line=n.line),
+                origin=Origin(file=self.file, line=n.line),
                 response_id=g.rid,
                 model=n.model,
                 stop_reason=stop,
@@ -1494,7 +1489,7 @@ class _Builder:
         hit_u = memo.users.get(n.uuid)
         if hit_u is not None and hit_u[0] == g.first_task and hit_u[1] is blocks:
             return hit_u[2]
-        m = _new_message(
+        m = Message(
             id=n.uuid,
             role=Role.USER,
             blocks=blocks,
@@ -1502,7 +1497,7 @@ class _Builder:
             source=_source_for(rec, blocks, first_task=g.first_task),
             sidechain=n.sidechain,
             agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
-            origin=_new_origin(file=n.file or self.file, line=n.line),
+            origin=Origin(file=n.file or self.file, line=n.line),
             is_meta=bool(rec.get("isMeta")),
             is_summary=bool(rec.get("isCompactSummary")),
         )
@@ -1735,7 +1730,7 @@ def _link_compaction_calls(transcript: Transcript, calls: Iterable[Path]) -> Non
         stamped.append((last_ts, p))
     stamped.sort()
     for idx, (_, p) in zip(compactions, stamped, strict=False):
-        transcript.events[idx] = transcript.events[idx].model_copy(update={"call_file": str(p)})
+        transcript.events[idx] = replace(transcript.events[idx], call_file=str(p))
 
 
 def load_claude_code(

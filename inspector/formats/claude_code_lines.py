@@ -29,17 +29,8 @@ from inspector.model import (
     ToolResultBlock,
     Usage,
 )
-from inspector.model.trusted import trusted
 
 from .base import MAX_DEPTH, MAX_TOKENS, too_deep
-
-# every value below is checked by the decoder: the model objects are made without validating again
-_text = trusted(TextBlock)
-_reasoning = trusted(ReasoningBlock)
-_call = trusted(ToolCallBlock)
-_result = trusted(ToolResultBlock)
-_media = trusted(MediaBlock)
-_usage = trusted(Usage)
 
 Tokens = Annotated[int, Meta(ge=0, le=MAX_TOKENS)]
 """A token count as the long way accepts it without a complaint (`base.token_count`)."""
@@ -170,7 +161,7 @@ def blocks(message: _Message, call_names: dict[str, str]) -> tuple[Block, ...]:
     if content is None:
         return ()
     if isinstance(content, str):
-        return (_text(text=content),)
+        return (TextBlock(text=content),)
     out: list[Block] = []
     for b in content:
         if isinstance(b, _ToolResult):
@@ -189,7 +180,7 @@ def blocks(message: _Message, call_names: dict[str, str]) -> tuple[Block, ...]:
                         media += 1
                 text = "\n".join(parts)
             out.append(
-                _result(
+                ToolResultBlock(
                     call_id=b.tool_use_id,
                     tool_name=call_names.get(b.tool_use_id),
                     content=text,
@@ -198,26 +189,28 @@ def blocks(message: _Message, call_names: dict[str, str]) -> tuple[Block, ...]:
                 )
             )
         elif isinstance(b, _Text):
-            out.append(_text(text=b.text))
+            out.append(TextBlock(text=b.text))
         elif isinstance(b, _ToolUse):
             call_names[b.id] = b.name
-            out.append(_call(id=b.id, name=b.name, arguments=b.input))
+            out.append(ToolCallBlock(id=b.id, name=b.name, arguments=b.input))
         elif isinstance(b, _Thinking):
             sig = b.signature
             out.append(
-                _reasoning(
+                ReasoningBlock(
                     text=b.thinking, signed=bool(sig), signature_chars=len(sig) if sig is not None else 0
                 )
             )
         elif isinstance(b, _Redacted):
             data = b.data
             out.append(
-                _reasoning(redacted=True, signed=True, signature_chars=len(data) if data is not None else 0)
+                ReasoningBlock(
+                    redacted=True, signed=True, signature_chars=len(data) if data is not None else 0
+                )
             )
         else:
             src = b.source
             out.append(
-                _media(
+                MediaBlock(
                     type="document" if isinstance(b, _Document) else "image",
                     media_type=src.media_type if src is not None else "",
                     size_bytes=len(src.data) * 3 // 4 if src is not None and src.data is not None else 0,
@@ -232,7 +225,7 @@ def usage(message: _Message) -> Usage | None:
     if u is None:
         return None
     details = u.output_tokens_details
-    return _usage(
+    return Usage(
         input=u.input_tokens or 0,
         cache_write=u.cache_creation_input_tokens or 0,
         cache_read=u.cache_read_input_tokens or 0,

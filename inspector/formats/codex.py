@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from msgspec.structs import replace
 
 from inspector.model import (
     Block,
@@ -490,7 +491,7 @@ class CodexReader:
         s = self._s
         key = (info.get("last_token_usage"), info.get("total_token_usage"))
         if not s.reported and s.requests and s.requests[-1].usage is None:
-            s.requests[-1] = s.requests[-1].model_copy(update={"usage": usage})
+            s.requests[-1] = replace(s.requests[-1], usage=usage)
         elif s.requests and key == s.last_info:
             s.skipped["event_msg/token_count (repeated)"] += 1
         else:
@@ -615,7 +616,7 @@ class CodexReader:
             if s.open_response is not None:
                 i = s.open_response
                 old = s.messages[i]
-                s.messages[i] = old.model_copy(update={"blocks": old.blocks + tuple(item.blocks)})
+                s.messages[i] = replace(old, blocks=old.blocks + tuple(item.blocks))
                 return
             m = Message(
                 id=f"L{line_no}",

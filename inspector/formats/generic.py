@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -100,7 +100,7 @@ def _media(part: dict[str, Any]) -> MediaBlock:
         head, _, data = url.partition(",")
         media_type = head[5:].split(";")[0]
         size = len(data) * 3 // 4
-    kind = "document" if t in ("document", "file", "input_file") else "image"
+    kind: Literal["image", "document"] = "document" if t in ("document", "file", "input_file") else "image"
     return MediaBlock(type=kind, media_type=media_type, size_bytes=size)
 
 

@@ -75,6 +75,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from msgspec.structs import replace
 
 from inspector.model import (
     EventKind,
@@ -423,15 +424,14 @@ def messages_of(ledger: RawLedger) -> tuple[list[Message], list[LoadIssue]]:
                 blocks = (reasoning, *blocks)
         issues.extend(LoadIssue(file=where.file, line=where.line, reason=p) for p in problems)
         out.append(
-            m.model_copy(
-                update={
-                    "id": f"m{pos + 1}",
-                    "origin": where,
-                    "source": source,
-                    "blocks": blocks,
-                    "timestamp": _str(raw.get("timestamp")),
-                    "is_summary": raw.get("compacted") is True,
-                }
+            replace(
+                m,
+                id=f"m{pos + 1}",
+                origin=where,
+                source=source,
+                blocks=blocks,
+                timestamp=_str(raw.get("timestamp")),
+                is_summary=raw.get("compacted") is True,
             )
         )
     calls = {c.id for m in out for c in m.tool_calls}

@@ -1,4 +1,5 @@
-"""Pydantic types shared by every part of the inspector: transcript, messages, blocks, usage."""
+"""The ledger's types, shared by every part of the inspector: transcript, messages, blocks, usage
+(msgspec structs: frozen but for the transcript, keyword-only, made without checks)."""
 
 from .blocks import Block, MediaBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 from .message import (

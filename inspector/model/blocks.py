@@ -1,24 +1,31 @@
-"""Content blocks: the pieces a message is made of, the same for every harness."""
+"""Content blocks: the pieces a message is made of, the same for every harness.
+
+Blocks, like every object of the ledger, are msgspec structs: frozen, keyword-only, made in C
+without checks (a 100 MB session makes some 80,000 of them). Whoever makes one checks its values
+first: a reader checks what it read (its own checks, or a typed decoder's) before making a block
+of it, and `checked` below makes one from values nobody has checked yet. A changed copy is
+`replace(block, field=value)`.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class _Block(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+from msgspec import Struct, field
 
 
-class TextBlock(_Block):
+class _Block(Struct, frozen=True, kw_only=True):
+    pass
+
+
+class TextBlock(_Block, frozen=True):
     """Plain text written by a user, an assistant or the harness."""
 
-    type: Literal["text"] = "text"
+    type: ClassVar[Literal["text"]] = "text"
     text: str
 
 
-class ReasoningBlock(_Block):
+class ReasoningBlock(_Block, frozen=True):
     """Thinking / reasoning. `signed` marks content whose bytes do not tell its cost.
 
     Signed (Anthropic `signature`) or encrypted (OpenAI `encrypted_content`) reasoning cannot be
@@ -26,26 +33,26 @@ class ReasoningBlock(_Block):
     `redacted` marks reasoning whose text is not in the transcript at all.
     """
 
-    type: Literal["reasoning"] = "reasoning"
+    type: ClassVar[Literal["reasoning"]] = "reasoning"
     text: str = ""
     signed: bool = False
     redacted: bool = False
     signature_chars: int = 0
 
 
-class ToolCallBlock(_Block):
+class ToolCallBlock(_Block, frozen=True):
     """A tool call made by the assistant."""
 
-    type: Literal["tool_call"] = "tool_call"
+    type: ClassVar[Literal["tool_call"]] = "tool_call"
     id: str
     name: str
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    arguments: dict[str, Any] | str = field(default_factory=dict)
 
 
-class ToolResultBlock(_Block):
+class ToolResultBlock(_Block, frozen=True):
     """The answer to a tool call, as the model sees it (never the harness's richer side record)."""
 
-    type: Literal["tool_result"] = "tool_result"
+    type: ClassVar[Literal["tool_result"]] = "tool_result"
     call_id: str
     tool_name: str | None = None
     content: str = ""
@@ -54,7 +61,7 @@ class ToolResultBlock(_Block):
     """How many images/documents the result carried (sized separately, not in `content`)."""
 
 
-class MediaBlock(_Block):
+class MediaBlock(_Block, frozen=True):
     """An image or document: a placeholder with its size, never its bytes."""
 
     type: Literal["image", "document"] = "image"
@@ -62,7 +69,4 @@ class MediaBlock(_Block):
     size_bytes: int = 0
 
 
-Block = Annotated[
-    TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | MediaBlock,
-    Field(discriminator="type"),
-]
+Block = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | MediaBlock

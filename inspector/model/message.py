@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict
+from msgspec import Struct
 
 from .blocks import Block, MediaBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 
@@ -51,10 +51,8 @@ DEFAULT_PRIORITY: dict[SourceKind, int] = {
 _SOURCES: dict[tuple[object, ...], Source] = {}
 
 
-class Source(BaseModel):
+class Source(Struct, frozen=True, kw_only=True):
     """A source with its priority; `pinned` when priority >= PIN_FLOOR."""
-
-    model_config = ConfigDict(frozen=True)
 
     kind: SourceKind = SourceKind.CONVERSATION
     priority: int = 0
@@ -82,10 +80,8 @@ CONVERSATION = Source.of(SourceKind.CONVERSATION)
 TOOL_OUTPUT = Source.of(SourceKind.TOOL_OUTPUT)
 
 
-class Origin(BaseModel):
+class Origin(Struct, frozen=True, kw_only=True):
     """Where a message came from: file and 1-based line (or row/record number)."""
-
-    model_config = ConfigDict(frozen=True)
 
     file: str
     line: int
@@ -94,10 +90,9 @@ class Origin(BaseModel):
         return f"{self.file}:{self.line}"
 
 
-class Message(BaseModel):
-    """One message of the ledger. Immutable: shaping makes changed copies, never edits."""
-
-    model_config = ConfigDict(frozen=True)
+class Message(Struct, frozen=True, kw_only=True):
+    """One message of the ledger. Immutable: shaping makes changed copies (`replace`), never
+    edits."""
 
     id: str
     role: Role

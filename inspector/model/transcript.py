@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from msgspec import Struct, field
 
 from .message import Message
 
 
-class Usage(BaseModel):
+class Usage(Struct, frozen=True, kw_only=True):
     """What the provider billed for one request."""
-
-    model_config = ConfigDict(frozen=True)
 
     input: int = 0
     cache_read: int = 0
@@ -32,13 +30,11 @@ class Usage(BaseModel):
         return self.context + self.output
 
 
-class Request(BaseModel):
+class Request(Struct, frozen=True, kw_only=True):
     """One model call. Request k was made with `ledger_len` messages of segment `segment`.
 
     `index` is 1-based, as users count requests ("request 212").
     """
-
-    model_config = ConfigDict(frozen=True)
 
     index: int
     response_id: str | None = None
@@ -57,10 +53,8 @@ class EventKind(StrEnum):
     LAYER_FIRED = "layer_fired"
 
 
-class RecordedEvent(BaseModel):
+class RecordedEvent(Struct, frozen=True, kw_only=True):
     """Something the harness itself recorded doing to its context."""
-
-    model_config = ConfigDict(frozen=True)
 
     kind: EventKind
     trigger: str | None = None
@@ -82,20 +76,16 @@ class RecordedEvent(BaseModel):
     line: int | None = None
 
 
-class LoadIssue(BaseModel):
+class LoadIssue(Struct, frozen=True, kw_only=True):
     """A problem met while loading; loading goes on."""
-
-    model_config = ConfigDict(frozen=True)
 
     file: str
     line: int
     reason: str
 
 
-class Segment(BaseModel):
+class Segment(Struct, frozen=True, kw_only=True):
     """A stretch of the ledger between compactions: message ids in the order the harness held them."""
-
-    model_config = ConfigDict(frozen=True)
 
     index: int
     message_ids: tuple[str, ...] = ()
@@ -103,10 +93,8 @@ class Segment(BaseModel):
     """Index into `Transcript.events` of the compaction that began this segment."""
 
 
-class SubagentRef(BaseModel):
+class SubagentRef(Struct, frozen=True, kw_only=True):
     """A subagent's own transcript, listed under its parent."""
-
-    model_config = ConfigDict(frozen=True)
 
     agent_id: str
     path: str | None = None
@@ -119,10 +107,8 @@ class SubagentRef(BaseModel):
     requests: int = 0
 
 
-class AbandonedBranch(BaseModel):
+class AbandonedBranch(Struct, frozen=True, kw_only=True):
     """Messages on a branch a rewind left behind: kept in the file, not in the ledger."""
-
-    model_config = ConfigDict(frozen=True)
 
     fork_id: str
     """The message both branches grew from."""
@@ -131,8 +117,11 @@ class AbandonedBranch(BaseModel):
     preview: str = ""
 
 
-class Transcript(BaseModel):
-    """Everything a reader makes of a session."""
+class Transcript(Struct, kw_only=True, dict=True, weakref=True):
+    """Everything a reader makes of a session.
+
+    Its lookups (message by id, a segment's messages) are built when first asked and kept in the
+    instance's own dict, beside the fields: never compared, never written out."""
 
     format: str
     path: str
@@ -141,36 +130,26 @@ class Transcript(BaseModel):
     window: int | None = None
     """The context window the transcript states, where it states one."""
     title: str | None = None
-    messages: list[Message] = Field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
     """Every message of the active branch, across all segments, in order."""
-    segments: list[Segment] = Field(default_factory=list)
-    requests: list[Request] = Field(default_factory=list)
-    events: list[RecordedEvent] = Field(default_factory=list)
-    subagents: list[SubagentRef] = Field(default_factory=list)
-    abandoned: list[AbandonedBranch] = Field(default_factory=list)
-    load_issues: list[LoadIssue] = Field(default_factory=list)
-    skipped: dict[str, int] = Field(default_factory=dict)
+    segments: list[Segment] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list)
+    events: list[RecordedEvent] = field(default_factory=list)
+    subagents: list[SubagentRef] = field(default_factory=list)
+    abandoned: list[AbandonedBranch] = field(default_factory=list)
+    load_issues: list[LoadIssue] = field(default_factory=list)
+    skipped: dict[str, int] = field(default_factory=dict)
     """Records that are not conversation, counted by type."""
 
-    _by_id: dict[str, Message] | None = PrivateAttr(default=None)
-    _by_id_of: tuple[int, int] = PrivateAttr(default=(0, -1))
-    """(id of the `messages` list, its length) when `_by_id` was built."""
-    _segment_messages: dict[int, tuple[Segment, dict[str, Message], tuple[Message, ...] | None]] = (
-        PrivateAttr(default_factory=dict)
-    )
-    """Segment index -> (the segment, the index it was resolved with, its messages in order; None
-    when an id of it names no message)."""
-
     def _index(self) -> dict[str, Message]:
-        private = self.__pydantic_private__  # read directly: this is on every request's path
-        assert private is not None
-        cached: dict[str, Message] | None = private["_by_id"]
+        cache = self.__dict__
+        cached: dict[str, Message] | None = cache.get("_by_id")
         messages = self.messages
         key = (id(messages), len(messages))
-        if cached is None or private["_by_id_of"] != key:
-            cached = {m.id: m for m in messages}
-            self._by_id = cached
-            self._by_id_of = key
+        # built for the `messages` list of this identity and length
+        if cached is None or cache.get("_by_id_of") != key:
+            cached = cache["_by_id"] = {m.id: m for m in messages}
+            cache["_by_id_of"] = key
         return cached
 
     def adopt_index(self, previous: Transcript, changed: Iterable[Message]) -> None:
@@ -180,16 +159,17 @@ class Transcript(BaseModel):
         by_id = dict(previous._index())
         for m in changed:
             by_id[m.id] = m
-        self._by_id = by_id
-        self._by_id_of = (id(self.messages), len(self.messages))
+        self.__dict__["_by_id"] = by_id
+        self.__dict__["_by_id_of"] = (id(self.messages), len(self.messages))
 
     def _segment_tuple(self, index: int) -> tuple[Message, ...] | None:
         """Every message of segment `index`, in ledger order (resolved once per segment)."""
         seg = self.segments[index]
         by_id = self._index()
-        assert self.__pydantic_private__ is not None
+        # segment index -> (the segment, the index it was resolved with, its messages in order;
+        # None when an id of it names no message)
         cache: dict[int, tuple[Segment, dict[str, Message], tuple[Message, ...] | None]] = (
-            self.__pydantic_private__["_segment_messages"]
+            self.__dict__.setdefault("_segment_messages", {})
         )
         hit = cache.get(index)
         if hit is not None and hit[0] is seg and hit[1] is by_id:

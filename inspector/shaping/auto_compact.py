@@ -7,6 +7,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import msgspec
+
 from inspector.model import Message, Role, Source, SourceKind, TextBlock
 
 from .base import (
@@ -64,11 +66,12 @@ class SummaryCache:
 
 
 def segment_key(messages: Sequence[Message], summarizer: str) -> str:
-    """sha256 of the summarizer's key and the canonical JSON of every message of the segment."""
+    """sha256 of the summarizer's key and the JSON of every message of the segment (each field of
+    each block: no two kinds of block have the same fields)."""
     h = hashlib.sha256(summarizer.encode())
     for m in messages:
         h.update(b"\x00")
-        h.update(m.model_dump_json().encode())
+        h.update(msgspec.json.encode(m))
     return h.hexdigest()
 
 

@@ -17,11 +17,13 @@ in the policy's budget (`policy.py`, preset `claude-code`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
+
+from msgspec.structs import replace
 
 from inspector.model import Message, Role, Source, SourceKind, TextBlock, ToolResultBlock
 
@@ -178,10 +180,10 @@ def _previewed(m: Message, limit: int) -> tuple[Message, int] | None:
             and not b.content.startswith(PERSISTED_OPEN)
         ):
             longest = max(longest, len(b.content))
-            blocks[j] = b.model_copy(update={"content": persisted_preview(b.content, b.call_id)})
+            blocks[j] = replace(b, content=persisted_preview(b.content, b.call_id))
     if not longest:
         return None
-    return m.model_copy(update={"blocks": tuple(blocks)}), longest
+    return replace(m, blocks=tuple(blocks)), longest
 
 
 def _when(ts: str | None) -> datetime | None:
@@ -268,10 +270,12 @@ class Microcompact(ToolOutputClear):
         result = super().apply(src, budget, sizer, forced=True, explain=explain)
         old = pressure(before, budget, True)
         new = f"idle {gap:,.0f} min since the last assistant message > {limit:g}-min cache lifetime"
-        return replace(
+        return dataclasses.replace(
             result,
             reason=result.reason.replace(old, new, 1),
-            decisions=tuple(replace(d, reason=d.reason.replace(old, new, 1)) for d in result.decisions),
+            decisions=tuple(
+                dataclasses.replace(d, reason=d.reason.replace(old, new, 1)) for d in result.decisions
+            ),
             forced=False,
         )
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec.structs import replace
+
 from inspector.model import Message, TextBlock, ToolResultBlock
 
 from .auto_compact import SUMMARY_CACHE_SIZE, SummaryCache
@@ -104,10 +106,10 @@ class MiddleTruncate:
             for j, b in enumerate(blocks):
                 if isinstance(b, ToolResultBlock) and len(b.content.encode("utf-8")) > limit:
                     longest = max(longest, len(b.content.encode("utf-8")))
-                    blocks[j] = b.model_copy(update={"content": truncate_middle(b.content, limit)})
+                    blocks[j] = replace(b, content=truncate_middle(b.content, limit))
             if not longest:
                 continue
-            new = m.model_copy(update={"blocks": tuple(blocks)})
+            new = replace(m, blocks=tuple(blocks))
             if sizer.message(new) > sizer.message(m):
                 continue
             changed[i] = new
@@ -270,6 +272,6 @@ def _cut_message(m: Message, tokens: int) -> Message | None:
     for b in m.blocks:
         if isinstance(b, TextBlock):
             share = budget * len(b.text.encode("utf-8")) // total
-            b = b.model_copy(update={"text": truncate_middle(b.text, share)})
+            b = replace(b, text=truncate_middle(b.text, share))
         blocks.append(b)
-    return m.model_copy(update={"blocks": tuple(blocks)})
+    return replace(m, blocks=tuple(blocks))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec import structs
+
 from inspector.model import Message, ToolCallBlock
 
 from .base import (
@@ -67,8 +69,8 @@ class OldHistorySnip:
                 continue
             leader = src[g.start]
             kept_leader = (
-                leader.model_copy(
-                    update={"blocks": tuple(b for b in leader.blocks if not isinstance(b, ToolCallBlock))}
+                structs.replace(
+                    leader, blocks=tuple(b for b in leader.blocks if not isinstance(b, ToolCallBlock))
                 )
                 if leader.has_text
                 else None

@@ -18,6 +18,8 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 
+from msgspec.structs import replace
+
 from inspector.model import Message, ReasoningBlock, Role, TextBlock, ToolCallBlock, ToolResultBlock
 
 from .auto_compact import SUMMARY_CACHE_SIZE, SummaryCache
@@ -175,8 +177,8 @@ class OpencodePrune:
             for _, j, _, _ in items:
                 b = blocks[j]
                 assert isinstance(b, ToolResultBlock)
-                blocks[j] = b.model_copy(update={"content": CLEARED_CONTENT})
-            new = src[i].model_copy(update={"blocks": tuple(blocks)})
+                blocks[j] = replace(b, content=CLEARED_CONTENT)
+            new = replace(src[i], blocks=tuple(blocks))
             if sizer.message(new) <= sizer.message(src[i]):
                 changed[i] = new
         if not changed:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from msgspec.structs import replace
+
 from inspector.model import Message, ToolResultBlock
 
 from .base import Action, Decision, LayerResult, Sizer, ViewScan, acted, memo, no_change
@@ -124,9 +126,9 @@ class PerToolResultBudget:
             for j, h in heads.items():
                 b = blocks[j]
                 assert isinstance(b, ToolResultBlock)
-                blocks[j] = b.model_copy(update={"content": b.content[:h] + marker(over[j] - h)})
+                blocks[j] = replace(b, content=b.content[:h] + marker(over[j] - h))
                 dropped += over[j] - h
-            new = m.model_copy(update={"blocks": tuple(blocks)})
+            new = replace(m, blocks=tuple(blocks))
             if sizer.message(new) <= original:
                 return new, dropped, max(over.values())
             if not any(heads.values()):
@@ -170,10 +172,10 @@ class _Cuts:
             for j, h in heads.items():
                 b = blocks[j]
                 assert isinstance(b, ToolResultBlock)
-                blocks[j] = b.model_copy(update={"content": b.content[:h] + marker(self.over[j] - h)})
+                blocks[j] = replace(b, content=b.content[:h] + marker(self.over[j] - h))
                 dropped += self.over[j] - h
             empty = not any(heads.values())
-            self._tried.append((m.model_copy(update={"blocks": tuple(blocks)}), dropped, empty))
+            self._tried.append((replace(m, blocks=tuple(blocks)), dropped, empty))
             self._heads = None if empty else {j: max(0, h - max(16, h // 8)) for j, h in heads.items()}
         return self._tried[i]
 

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
+from msgspec.structs import replace
+
 from inspector.model import Message, ToolResultBlock
 
 from .base import (
@@ -95,8 +97,8 @@ def replace_results(
         for s in slots:
             b = blocks[s.block]
             assert isinstance(b, ToolResultBlock)
-            blocks[s.block] = b.model_copy(update={"content": content_for[(s.message, s.block)]})
-        out[i] = m.model_copy(update={"blocks": tuple(blocks)})
+            blocks[s.block] = replace(b, content=content_for[(s.message, s.block)])
+        out[i] = replace(m, blocks=tuple(blocks))
         if made is not None:
             if len(made) >= SCAN_CACHE:
                 made.clear()

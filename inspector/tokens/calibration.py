@@ -76,6 +76,8 @@ from functools import lru_cache
 from operator import itemgetter, mul
 from typing import Literal
 
+from msgspec.structs import replace
+
 from inspector.model import (
     EventKind,
     MediaBlock,
@@ -1607,12 +1609,12 @@ class _DeltaRun:
     def _cleared_x(self, m: Message) -> Features:
         """The features of `m` with its cleared results replaced by the placeholder."""
         blocks = [
-            b.model_copy(update={"content": CLEARED_TEXT, "media": 0})
+            replace(b, content=CLEARED_TEXT, media=0)
             if isinstance(b, ToolResultBlock) and b.call_id in self.cleared_calls
             else b
             for b in m.blocks
         ]
-        copy = m.model_copy(update={"blocks": tuple(blocks)})
+        copy = replace(m, blocks=tuple(blocks))
         return _parts(copy, self.cal.estimator.text).x
 
     def _learns(self, k: int, x: Features, mature: int = MATURE) -> bool:
