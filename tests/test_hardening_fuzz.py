@@ -53,6 +53,7 @@ from .test_hardening_inputs import (
     write_storage,
 )
 from .test_shaping_properties import ledgers
+from .typed import untyped
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 
@@ -301,6 +302,7 @@ def check_transcript(
     for r in t.requests:
         assert 0 <= r.segment < len(t.segments)
         assert 0 <= r.ledger_len <= len(t.segments[r.segment].message_ids)
+    assert untyped(t) is None, untyped(t)
     msgspec.json.encode(t)
     replay = Replay.open(t)
     n = len(replay)

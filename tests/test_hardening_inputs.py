@@ -35,6 +35,8 @@ from inspector.model import Transcript
 from inspector.replay import Replay
 from inspector.report.export import export
 
+from .typed import untyped
+
 # -- valid transcripts of every format, as records ---------------------------------------------
 SESSION = "sess-hardening"
 
@@ -969,6 +971,7 @@ def check_loaded(t: Transcript, path: Path) -> None:
         assert 0 <= r.segment < len(t.segments) and 0 <= r.ledger_len <= len(
             t.segments[r.segment].message_ids
         )
+    assert untyped(t) is None, untyped(t)
     msgspec.json.encode(t)
     replay = Replay.open(t)
     for k in range(1, len(replay) + 1):

@@ -1,0 +1,61 @@
+"""The ledger's structs are made without checks: every reader's output must still hold values of
+the declared types (the walk in `typed`), on every bundled and corpus transcript."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from inspector.formats import load
+from inspector.model import (
+    EventKind,
+    Message,
+    Origin,
+    RecordedEvent,
+    Role,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Transcript,
+)
+
+from .conftest import real_transcripts
+from .typed import untyped
+
+
+@pytest.mark.parametrize("path", real_transcripts(), ids=lambda p: p.name)
+def test_every_loaded_value_has_its_declared_type(path: Path) -> None:
+    t = load(path)
+    assert t.messages or t.load_issues
+    assert untyped(t) is None, untyped(t)
+
+
+def _message(**changes: object) -> Message:
+    fields: dict[str, object] = {
+        "id": "m1",
+        "role": Role.USER,
+        "blocks": (TextBlock(text="hi"), ToolCallBlock(id="c", name="Bash", arguments={"a": 1})),
+        "origin": Origin(file="f", line=1),
+    }
+    fields.update(changes)
+    return Message(**fields)  # type: ignore[arg-type]
+
+
+def test_the_walk_names_the_first_value_of_another_type() -> None:
+    assert untyped(_message()) is None
+    # what pydantic used to turn into the declared type without a word: each is named here
+    assert untyped(_message(role="user")) == "Message.role: 'user' is not a Role"
+    assert untyped(_message(blocks=[TextBlock(text="hi")])) == "Message.blocks: a list, not a tuple"
+    assert untyped(_message(origin=Origin(file="f", line="1"))) == (  # type: ignore[arg-type]
+        "Message.origin.line: '1' is a str, not a int"
+    )
+    assert untyped(_message(blocks=(ToolResultBlock(call_id="c", is_error=1),))) == (  # type: ignore[arg-type]
+        "Message.blocks[0].is_error: 1 is a int, not a bool"
+    )
+    assert untyped(_message(timestamp=3)).startswith("Message.timestamp: 3 is none of")
+    t = Transcript(format="x", path="p", messages=[_message()], skipped={"progress": True})  # type: ignore[dict-item]
+    assert untyped(t) == "Transcript.skipped['progress']: True is a bool, not a int"
+    event = RecordedEvent(kind="compaction", after_request=1)  # type: ignore[arg-type]
+    assert untyped(event) == "RecordedEvent.kind: 'compaction' is not a EventKind"
+    assert untyped(RecordedEvent(kind=EventKind.COMPACTION, after_request=1)) is None
