@@ -14,6 +14,7 @@ def main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     from inspector.formats import load
     from inspector.replay import Replay
+    from inspector.report.sanitize import json_text
 
     t1 = time.perf_counter()
     transcript = load(argv[0])
@@ -22,7 +23,7 @@ def main(argv: list[str]) -> int:
     t3 = time.perf_counter()
     report = replay.report()
     t4 = time.perf_counter()
-    report.model_dump_json(indent=2)
+    json_text(report)
     t5 = time.perf_counter()
     out = {
         "imports": t1 - t0,

@@ -12,13 +12,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from inspector import __version__
 from inspector.formats import LoaderError, Progress, load
 from inspector.model import Transcript
 from inspector.model.bulk import hold_for_good
 from inspector.replay import ReplayError
 from inspector.report.progress import progress_for
-from inspector.report.sanitize import json_safe, visible
+from inspector.report.sanitize import json_text, visible
 from inspector.shaping import PolicyError
 
 if TYPE_CHECKING:
@@ -220,9 +222,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         totals = {"policy", "window", "rewrites", "rebilled_tokens", "sent_tokens", "cached_tokens"}
         replays = [replay] + ([replay.with_settings(args.compare)] if args.compare else [])
-        report.cache = [cache_cost(r).model_dump(mode="json", include=totals) for r in replays]
+        report.cache = [
+            {k: v for k, v in msgspec.to_builtins(cache_cost(r)).items() if k in totals} for r in replays
+        ]
     if args.json:
-        sys.stdout.write(json_safe(report.model_dump_json(indent=2)) + "\n")
+        sys.stdout.write(json_text(report) + "\n")
     else:
         from inspector.report.render import print_report
 
@@ -330,7 +334,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         raise UserError(f"{args.path} records no token usage: there is nothing to calibrate against")
     result = accuracy(transcript, args.estimator)
     if args.json:
-        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(json_text(result) + "\n")
     else:
         print_accuracy(result, mode=args.mode)
     return 0

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from inspector.formats import load
@@ -180,9 +181,9 @@ def test_unredacted_exports_do_show_the_secrets(seeded: Replay) -> None:
 
 def test_json_export_is_the_report(seeded: Replay) -> None:
     data = json.loads(export(seeded, "json"))
-    report = Report.model_validate(data)
+    report = msgspec.convert(data, Report)
     assert report.step == len(seeded) and report.layers is not None
-    assert data == json.loads(seeded.report(step=len(seeded)).model_dump_json())
+    assert data == msgspec.json.decode(msgspec.json.encode(seeded.report(step=len(seeded))))
     assert json.loads(export(seeded, "json", step=1))["step"] == 1
 
 

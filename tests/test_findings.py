@@ -831,7 +831,7 @@ def test_above_the_window_is_an_error_and_a_blocking_line_is_used_when_the_polic
         "(peak 205,000 at request 3, 38,000 over); 5,000 over the 200,000 window"
     )
     assert found[1].explanation.endswith("5,000 tokens over it")
-    blocking = OPENCOLLAB.model_copy(update={"name": "with-blocking", "blocking_buffer": 3_000})
+    blocking = replace(OPENCOLLAB, name="with-blocking", blocking_buffer=3_000)
     found = run(s.replay(blocking), "pressure")
     assert found[0].explanation.startswith("requests 2–3 (2) were sent above the blocking line 177,000")
 

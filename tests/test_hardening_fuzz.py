@@ -319,7 +319,7 @@ def check_transcript(
             assert layer.tokens_after <= layer.tokens_before, layer.name
             view = layer.view
     report = replay.report(step=n or None)
-    report.model_dump_json()
+    msgspec.json.encode(report)
     json.loads(export(replay, "json"))
     _inert(export(replay, "md", redact=True))
 

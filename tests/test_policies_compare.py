@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from inspector.formats.detect import load
@@ -76,7 +77,7 @@ def test_claude_code_against_opencollab_at_request_126(fa812: Transcript) -> Non
     assert set(edits) & set(c.a.cleared) <= set(c.kept_only_by_b) and set(edits) & set(c.a.cleared)
     assert set(c.kept_only_by_a) <= set(c.b.cleared) | set(c.b.truncated)
     assert c.sent_difference == c.a.sent_tokens - c.b.sent_tokens
-    dumped = json.loads(json.dumps(c.model_dump()))
+    dumped = json.loads(json.dumps(msgspec.to_builtins(c)))
     assert dumped["a"]["counts"]["cleared"] == 132 and dumped["b"]["reasons"]["old_history_snip"].endswith(
         "under trigger 117,000"
     )

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
+from msgspec.structs import replace
 
 from inspector.formats.detect import load
 from inspector.model import (
@@ -72,7 +74,7 @@ def test_claude_code_compacts_after_request_126_not_125(fa812: Transcript) -> No
     assert ev.harness_estimate == 167_117 and ev.threshold == 167_000
     assert ev.previous_harness_estimate == 166_742 < 167_000
     assert 166_874 < (ev.calibrated or 0) < 167_500
-    assert json.loads(json.dumps(f.model_dump()))["events"][0]["simulated_after_request"] == 126
+    assert json.loads(json.dumps(msgspec.to_builtins(f)))["events"][0]["simulated_after_request"] == 126
 
 
 def test_claude_code_estimate_parts_at_125_126_and_127(fa812: Transcript) -> None:
@@ -107,7 +109,7 @@ def test_claude_code_estimate_parts_at_125_126_and_127(fa812: Transcript) -> Non
 def test_only_a_harness_like_estimator_gets_it_right(fa812: Transcript) -> None:
     estimates = {}
     for name in ("heuristic", "opencode"):
-        policy = Policy.model_validate({**CLAUDE_CODE.model_dump(), "trigger_estimator": name})
+        policy = replace(CLAUDE_CODE, trigger_estimator=name)
         f = fidelity(fa812, policy, 200_000)
         (ev,) = f.events
         assert (f.matches, f.misses) == (0, 1)
@@ -129,9 +131,9 @@ def test_only_a_harness_like_estimator_gets_it_right(fa812: Transcript) -> None:
 
 def test_fidelity_from_a_replay_or_a_transcript(fa812: Transcript) -> None:
     replay = Replay.open(fa812, "claude-code", 200_000)
-    assert fidelity(replay).model_dump() == fidelity(fa812, "claude-code", 200_000).model_dump()
+    assert fidelity(replay) == fidelity(fa812, "claude-code", 200_000)
     # the transcript's own harness by default (claude-code), at its model's window
-    assert fidelity(fa812).model_dump() == fidelity(fa812, "claude-code", 200_000).model_dump()
+    assert fidelity(fa812) == fidelity(fa812, "claude-code", 200_000)
     # a replay under another policy: the policy given wins
     assert fidelity(replay, "opencollab").policy == "opencollab"
 
@@ -338,9 +340,7 @@ def test_layer_fired_events_are_matched_by_rung() -> None:
     fired = RecordedEvent(kind=EventKind.LAYER_FIRED, layer="tool_output_clear", after_request=5)
     absent = RecordedEvent(kind=EventKind.LAYER_FIRED, layer="eager_clear", after_request=5)
     t = b.transcript([fired, absent])
-    small = Policy.model_validate(
-        {"name": "tight", "layers": ("per_tool_budget", "tool_output_clear"), "results_kept": 2}
-    )
+    small = Policy(name="tight", layers=("per_tool_budget", "tool_output_clear"), results_kept=2)
     f = fidelity(t, small, 34_000)  # trigger 1,000: the ledger is over it at every request
     by_layer = {ev.layer: ev for ev in f.events}
     assert by_layer["tool_output_clear"].match and by_layer["tool_output_clear"].simulated_after_request == 5

@@ -195,7 +195,7 @@ def test_claude_code_budget_at_200k() -> None:
     assert b.results_kept == 5
     assert ("blocking", 177_000) in b.lines() and ("trigger", 167_000) in b.lines()
     # effective = window - min(max output, 20,000): a model with 8,000 of output reserves less
-    small = Policy.model_validate({**CLAUDE_CODE.model_dump(), "max_output": 8_000}).budget(200_000)
+    small = replace(CLAUDE_CODE, max_output=8_000).budget(200_000)
     assert (small.trigger, small.blocking) == (179_000, 189_000)
     assert CLAUDE_CODE.budget(1_000_000).trigger == 967_000
 
@@ -203,7 +203,7 @@ def test_claude_code_budget_at_200k() -> None:
 def test_opencode_budget_is_usable_context() -> None:
     b = OPENCODE.budget(200_000)
     assert b.trigger == 180_000  # usable = context - min(20,000, max output)
-    capped = Policy.model_validate({**OPENCODE.model_dump(), "max_output": 4_096}).budget(200_000)
+    capped = replace(OPENCODE, max_output=4_096).budget(200_000)
     assert capped.trigger == 195_904
 
 
@@ -611,7 +611,7 @@ def test_harness_preset_invariants(
 ) -> None:
     base = load_policy(policy_name)
     # the "recorded" summarizer falls back to extractive for stretches with no recorded summary
-    policy = Policy.model_validate({**base.model_dump(), "summarizer": "extractive"})
+    policy = replace(base, summarizer="extractive")
     budget = policy.budget(window)
     pipeline = policy.pipeline()
     snapshot = [msgspec.to_builtins(m) for m in ledger]

@@ -15,6 +15,7 @@ from typing import cast
 import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from msgspec.structs import replace
 
 from inspector.model import (
     Message,
@@ -35,7 +36,6 @@ from inspector.shaping import (
     Microcompact,
     OldHistorySnip,
     PerToolResultBudget,
-    Policy,
     TokenMemo,
     ToolOutputClear,
     explain,
@@ -328,7 +328,7 @@ def test_preset_invariants(
     forced: bool,
 ) -> None:
     base = load_policy(policy_name)
-    policy = Policy.model_validate({**base.model_dump(), "tool_result_budget": tool_budget})
+    policy = replace(base, tool_result_budget=tool_budget)
     budget = policy.budget(window)
     pipeline = policy.pipeline()
     snapshot = [msgspec.to_builtins(m) for m in ledger]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from inspector.formats import load
@@ -49,7 +50,7 @@ def test_percentile_nearest_rank() -> None:
 
 def test_report_shape() -> None:
     rep = fa812("heuristic")
-    d = rep.model_dump()
+    d = msgspec.to_builtins(rep)
     assert set(d["modes"]) == {"baseline", "baseline_tiktoken", "proportional", "delta"}
     for stats in d["modes"].values():
         assert {"median_pct", "p95_pct", "max_pct", "n"} <= set(stats)

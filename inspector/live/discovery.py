@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 from urllib.parse import quote
 
+import msgspec
 import orjson
-from pydantic import BaseModel, ConfigDict
+from msgspec import Struct
 
 Harness = Literal["claude-code", "codex", "opencode", "opencollab"]
 
@@ -57,10 +58,8 @@ _STEP_COUNT = re.compile(rb'"step_count":\s*(\d+)')
 _AGENT_FILE = re.compile(r"^agent_(\d+)_(.+)\.json$")
 
 
-class SessionInfo(BaseModel):
+class SessionInfo(Struct, frozen=True, kw_only=True):
     """One session found on this machine."""
-
-    model_config = ConfigDict(frozen=True)
 
     harness: Harness
     path: Path
@@ -107,7 +106,7 @@ def sessions_table(rows: Iterable[SessionInfo]) -> list[dict[str, Any]]:
     """Rows as plain JSON-ready dicts (paths as strings, times as ISO 8601 UTC)."""
     out: list[dict[str, Any]] = []
     for r in rows:
-        d = r.model_dump(mode="json")
+        d = msgspec.to_builtins(r, enc_hook=str)  # (a path as its string)
         d["last_activity"] = r.last_activity.astimezone(UTC).isoformat().replace("+00:00", "Z")
         out.append(d)
     return out

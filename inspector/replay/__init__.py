@@ -14,6 +14,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import msgspec
+
 from inspector.model import EventKind, Message, RecordedEvent, Request, Segment, Transcript
 from inspector.report.summary import BudgetRow, LayerRow, Report, build_report, resolve_window
 from inspector.shaping import Budget, Policy, PolicyError, ShapeResult, TokenMemo, explain, load_policy
@@ -419,7 +421,7 @@ class Replay:
             harness=self.harness_estimates(),
         )
         if len(self):
-            report.fidelity = fidelity(self).model_dump(mode="json")
+            report.fidelity = msgspec.to_builtins(fidelity(self))
         if step is not None:
             s = self.step(self._check(step))
             report.step = step
@@ -443,7 +445,7 @@ class Replay:
             if compare_with is not None:
                 from inspector.replay.compare import compare
 
-                report.compare = compare(self, self.with_settings(compare_with), step).model_dump(mode="json")
+                report.compare = msgspec.to_builtins(compare(self, self.with_settings(compare_with), step))
         elif compare_with is not None:
             raise ReplayError("--compare needs --step K: the request at which to compare the two policies")
         return report

@@ -30,7 +30,7 @@ from itertools import compress, count
 from operator import is_not
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
+from msgspec import Struct
 
 from inspector.model import Message
 from inspector.tokens.calibration import CalibratedEstimator
@@ -46,10 +46,8 @@ CACHE_WRITE_PRICE = 1.25
 """What a token written to the prompt cache costs (Anthropic, 5-minute cache): every uncached one."""
 
 
-class CacheRow(BaseModel):
+class CacheRow(Struct, frozen=True, kw_only=True):
     """One request's view against the previous request's view."""
-
-    model_config = ConfigDict(frozen=True)
 
     request: int
     messages: int
@@ -63,10 +61,8 @@ class CacheRow(BaseModel):
     rewrite: bool
 
 
-class CacheCost(BaseModel):
+class CacheCost(Struct, frozen=True, kw_only=True):
     """Per-request prefix comparison and the session's totals under one policy and window."""
-
-    model_config = ConfigDict(frozen=True)
 
     policy: str
     window: int | None

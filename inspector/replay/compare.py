@@ -3,13 +3,13 @@
 `compare(replay_a, replay_b, k)` shapes request k of one transcript under both replays (each its
 own policy and window) and says, for each side, the estimate of what it sends, which layers
 fired, and which ledger messages it removed, cleared, truncated or folded into a summary (by id,
-with counts), plus the messages one side kept as they were and the other did not. `.model_dump()`
-gives the JSON the report and the app's compare mode show.
+with counts), plus the messages one side kept as they were and the other did not.
+`msgspec.to_builtins` of it is the JSON the report and the app's compare mode show.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from msgspec import Struct
 
 from inspector.shaping import Action
 
@@ -18,7 +18,7 @@ from . import Replay, ReplayError, Step
 FATES = ("removed", "summarized", "cleared", "truncated")
 
 
-class Side(BaseModel):
+class Side(Struct, frozen=True, kw_only=True):
     """One policy's final view of the request.
 
     `sent_tokens`: the calibrated estimate of the final view; `input_tokens`: of the whole ledger.
@@ -28,8 +28,6 @@ class Side(BaseModel):
     restored files). `counts`: the length of each of those lists. `fired`: the layers that
     changed their input, with their reasons in `reasons`.
     """
-
-    model_config = ConfigDict(frozen=True)
 
     policy: str
     window: int | None
@@ -50,15 +48,13 @@ class Side(BaseModel):
     counts: dict[str, int]
 
 
-class Comparison(BaseModel):
+class Comparison(Struct, frozen=True, kw_only=True):
     """Two policies at request `step`: each side, and where they differ.
 
     `only_in_a` / `only_in_b`: ledger messages one side still sends (in any form) and the other
     does not; `kept_only_by_a` / `kept_only_by_b`: messages one side sends exactly as recorded and
     the other changed or dropped; `sent_difference`: a's sent tokens minus b's.
     """
-
-    model_config = ConfigDict(frozen=True)
 
     step: int
     ledger_messages: int

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
+from msgspec import Struct
 
 from inspector.model import EventKind, Message, RecordedEvent, Transcript
 from inspector.shaping import Policy, PolicyError, load_policy, preset_for_format
@@ -60,7 +60,7 @@ COUNTED_TRIGGERS = frozenset({"auto", "overflow"})
 """Recorded compaction triggers that count: the harness compacted on its own."""
 
 
-class FidelityEvent(BaseModel):
+class FidelityEvent(Struct, frozen=True, kw_only=True):
     """One recorded event beside the simulated one (or a simulated event with no recorded one).
 
     `recorded_after_request` / `simulated_after_request`: the last request before the event
@@ -71,8 +71,6 @@ class FidelityEvent(BaseModel):
     reported context of the last request before the event; `threshold`: the line the estimate is
     compared with.
     """
-
-    model_config = ConfigDict(frozen=True)
 
     kind: str
     trigger: str | None
@@ -92,13 +90,11 @@ class FidelityEvent(BaseModel):
     note: str = ""
 
 
-class Fidelity(BaseModel):
+class Fidelity(Struct, frozen=True, kw_only=True):
     """Recorded against simulated events for one transcript under one policy and window.
 
     `matches` / `misses` count the counted events only; `events` lists them all, in request order.
     """
-
-    model_config = ConfigDict(frozen=True)
 
     matches: int
     misses: int

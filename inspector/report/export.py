@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+import msgspec
 from rich.console import Console
 
 from inspector.model import MediaBlock, Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
@@ -44,7 +45,7 @@ from inspector.shaping import Action
 from .redact import redact as redact_text
 from .redact import redact_value
 from .render import render_report
-from .sanitize import json_safe, one_line, visible
+from .sanitize import json_text, one_line, visible
 from .summary import Report
 
 FORMATS = ("json", "md", "html", "svg")
@@ -103,7 +104,7 @@ def export(replay: Replay, fmt: str, step: int | None = None, redact: bool = Fal
     if redact:
         report = redact_report(report)
     if kind == "json":
-        return json_safe(report.model_dump_json(indent=2)) + "\n"
+        return json_text(report) + "\n"
     if kind == "svg":
         return to_svg(report)
     table = ledger_table(replay, k, redact) if k is not None else None
@@ -123,7 +124,7 @@ def _redact_dump(value: Any, key: str | None = None) -> Any:
 
 def redact_report(report: Report) -> Report:
     """A copy of `report` with every content-derived string redacted (file paths kept)."""
-    return Report.model_validate(_redact_dump(report.model_dump(mode="json")))
+    return msgspec.convert(_redact_dump(msgspec.to_builtins(report)), Report)
 
 
 # -- the ledger at a step ------------------------------------------------------------------------

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import re
 
+import msgspec
+
 _INVISIBLE = (
     "\u061c\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
     "\ud800-\udfff\U000e0000-\U000e007f"
@@ -75,6 +77,12 @@ def _json_escape(match: re.Match[str]) -> str:
         return f"\\u{code:04x}"
     code -= 0x10000
     return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_text(value: object) -> str:
+    """`value` (a struct of the report, or plain data) as JSON indented by two spaces, made safe by
+    `json_safe`."""
+    return json_safe(msgspec.json.format(msgspec.json.encode(value), indent=2).decode())
 
 
 def json_safe(json_text: str) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from operator import itemgetter
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from msgspec import Meta, Struct
 
 from inspector.model import (
     MediaBlock,
@@ -22,35 +22,41 @@ from inspector.model.windows import model_window
 SCHEMA_VERSION = 1
 
 
-class RequestRow(BaseModel):
+class RequestRow(Struct, kw_only=True):
     """One model call."""
 
-    index: int = Field(description="1-based request number")
-    context_tokens: int | None = Field(
-        description="input + cache write + cache read reported for this request (calibrated where none was reported)"
+    index: Annotated[int, Meta(description="1-based request number")]
+    context_tokens: Annotated[
+        int | None,
+        Meta(
+            description="input + cache write + cache read reported for this request (calibrated where none was reported)"
+        ),
+    ]
+    estimated: Annotated[bool, Meta(description="true when context_tokens is calibrated, not reported")] = (
+        False
     )
-    estimated: bool = Field(default=False, description="true when context_tokens is calibrated, not reported")
     output_tokens: int | None
-    cumulative_tokens: int = Field(
-        description="tokens spent so far (input + output of every request), across compactions"
-    )
-    harness_estimate: int | None = Field(
-        default=None, description="what the harness itself would have estimated before sending this request"
-    )
-    segment: int = Field(description="ledger segment (0 before the first compaction)")
-    ledger_messages: int = Field(description="messages in the ledger when the request was made")
+    cumulative_tokens: Annotated[
+        int, Meta(description="tokens spent so far (input + output of every request), across compactions")
+    ]
+    harness_estimate: Annotated[
+        int | None,
+        Meta(description="what the harness itself would have estimated before sending this request"),
+    ] = None
+    segment: Annotated[int, Meta(description="ledger segment (0 before the first compaction)")]
+    ledger_messages: Annotated[int, Meta(description="messages in the ledger when the request was made")]
     model: str | None
     timestamp: str | None
 
 
-class ContextStats(BaseModel):
+class ContextStats(Struct, kw_only=True):
     first: int
     max: int
     max_request: int
     last: int
 
 
-class EventRow(BaseModel):
+class EventRow(Struct, kw_only=True):
     """Something the harness recorded doing to its context (a compaction, a microcompact, a fired layer)."""
 
     kind: str
@@ -58,15 +64,15 @@ class EventRow(BaseModel):
     pre_tokens: int | None
     post_tokens: int | None
     tokens_saved: int | None
-    after_request: int = Field(description="the last request made before the event")
+    after_request: Annotated[int, Meta(description="the last request made before the event")]
     cleared_tool_ids: list[str]
     preserved_ids: list[str]
     layer: str | None
-    call_file: str | None = Field(description="the file holding the compaction's own model call")
+    call_file: Annotated[str | None, Meta(description="the file holding the compaction's own model call")]
     line: int | None
 
 
-class SubagentRow(BaseModel):
+class SubagentRow(Struct, kw_only=True):
     agent_id: str
     path: str | None
     layout: str
@@ -76,28 +82,29 @@ class SubagentRow(BaseModel):
     requests: int
 
 
-class AbandonedRow(BaseModel):
+class AbandonedRow(Struct, kw_only=True):
     fork_id: str
     messages: int
     first_line: int
     preview: str
 
 
-class IssueRow(BaseModel):
+class IssueRow(Struct, kw_only=True):
     file: str
     line: int
     reason: str
 
 
-class BudgetRow(BaseModel):
+class BudgetRow(Struct, kw_only=True):
     """The lines every layer, drawing and report reads (DESIGN.md §2.1)."""
 
     policy: str
     window: int | None
-    window_source: str = Field(description="--window, transcript, model, or unknown")
-    window_stated: int | None = Field(
-        default=None, description="the window as the transcript states it (Codex: 95% of the model's window)"
-    )
+    window_source: Annotated[str, Meta(description="--window, transcript, model, or unknown")]
+    window_stated: Annotated[
+        int | None,
+        Meta(description="the window as the transcript states it (Codex: 95% of the model's window)"),
+    ] = None
     output_reserve: int
     safety_buffer: int
     trigger: int
@@ -105,18 +112,22 @@ class BudgetRow(BaseModel):
     groups_kept: int
     results_kept: int
     blocking: int | None
-    harness: str | None = Field(
-        default=None,
-        description="the harness whose own estimator the trigger decisions use (each request's harness_estimate)",
-    )
-    harness_wrote_transcript: bool | None = Field(
-        default=None,
-        description="that harness wrote this transcript: its estimates are what it decided with, "
-        "not what it would have estimated",
-    )
+    harness: Annotated[
+        str | None,
+        Meta(
+            description="the harness whose own estimator the trigger decisions use (each request's harness_estimate)"
+        ),
+    ] = None
+    harness_wrote_transcript: Annotated[
+        bool | None,
+        Meta(
+            description="that harness wrote this transcript: its estimates are what it decided with, "
+            "not what it would have estimated"
+        ),
+    ] = None
 
 
-class LayerRow(BaseModel):
+class LayerRow(Struct, kw_only=True):
     """One layer of the pipeline at the requested step."""
 
     name: str
@@ -131,7 +142,7 @@ class LayerRow(BaseModel):
     summarized: int
 
 
-class Report(BaseModel):
+class Report(Struct, kw_only=True):
     """`context-inspector report PATH --json`. Keys are stable; new keys may be added."""
 
     schema_version: int = SCHEMA_VERSION
@@ -153,24 +164,29 @@ class Report(BaseModel):
     skipped: dict[str, int]
     load_issues: list[IssueRow]
     budget: BudgetRow
-    fidelity: dict[str, Any] | None = Field(
-        default=None, description="each recorded harness event beside the request where the policy would act"
-    )
+    fidelity: Annotated[
+        dict[str, Any] | None,
+        Meta(description="each recorded harness event beside the request where the policy would act"),
+    ] = None
     step: int | None = None
     layers: list[LayerRow] | None = None
-    layers_decide_with: str | None = Field(
-        default=None,
-        description="the harness estimator the layers decided with (its own transcript, a harness that "
-        "sizes by itself); None: calibrated weights. Token figures are calibrated either way",
-    )
-    compare: dict[str, Any] | None = Field(
-        default=None, description="with --compare: two policies at the step"
-    )
-    cache: list[dict[str, Any]] | None = Field(
-        default=None,
-        description="with --cache: per policy, the prompt-cache cost of its views over the whole session "
-        "(prefix rewrites, tokens re-billed because of them, tokens sent, tokens served from cache)",
-    )
+    layers_decide_with: Annotated[
+        str | None,
+        Meta(
+            description="the harness estimator the layers decided with (its own transcript, a harness that "
+            "sizes by itself); None: calibrated weights. Token figures are calibrated either way"
+        ),
+    ] = None
+    compare: Annotated[
+        dict[str, Any] | None, Meta(description="with --compare: two policies at the step")
+    ] = None
+    cache: Annotated[
+        list[dict[str, Any]] | None,
+        Meta(
+            description="with --cache: per policy, the prompt-cache cost of its views over the whole session "
+            "(prefix rewrites, tokens re-billed because of them, tokens sent, tokens served from cache)"
+        ),
+    ] = None
 
 
 def resolve_window(
@@ -264,7 +280,6 @@ def request_rows(
         raise ValueError(f"{len(spend)} spend figures for {len(requests)} requests")
     if harness is not None and len(harness) != len(requests):
         raise ValueError(f"{len(harness)} harness estimates for {len(requests)} requests")
-    validate = RequestRow.__pydantic_validator__.validate_python
     rows: list[RequestRow] = []
     spent = 0
     for i, r in enumerate(requests):
@@ -280,21 +295,18 @@ def request_rows(
             if calibrated is not None:
                 context = calibrated(i + 1)
                 estimated = True
-        # one validation of a dict: much faster than keyword arguments, the same row
         rows.append(
-            validate(
-                {
-                    "index": r.index,
-                    "context_tokens": context,
-                    "estimated": estimated,
-                    "output_tokens": output,
-                    "cumulative_tokens": spent if spend is None else spend[i],
-                    "harness_estimate": None if harness is None else harness[i],
-                    "segment": r.segment,
-                    "ledger_messages": r.ledger_len,
-                    "model": r.model,
-                    "timestamp": r.timestamp,
-                }
+            RequestRow(
+                index=r.index,
+                context_tokens=context,
+                estimated=estimated,
+                output_tokens=output,
+                cumulative_tokens=spent if spend is None else spend[i],
+                harness_estimate=None if harness is None else harness[i],
+                segment=r.segment,
+                ledger_messages=r.ledger_len,
+                model=r.model,
+                timestamp=r.timestamp,
             )
         )
     return rows

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict
+from msgspec import Struct
 
 DEFAULT_OUTPUT_RESERVE = 20_000
 """Tokens kept free for the model's answer."""
@@ -63,7 +63,7 @@ def affordable_groups(target: int) -> int:
     return max(MIN_AFFORDABLE_GROUPS, target // AFFORDABLE_GROUP_TOKENS)
 
 
-class Budget(BaseModel):
+class Budget(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Trigger, target, reserves and kept counts for one window under one policy.
 
     - trigger = max(2, window - output_reserve - safety_buffer); target = max(1, min(trigger - 1,
@@ -73,8 +73,6 @@ class Budget(BaseModel):
     - blocking: where a harness refuses to send at all (None when the policy has no such line).
     Build it with `Budget.for_window(...)` (or `Policy.budget(window)`).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     window: int | None
     output_reserve: int = DEFAULT_OUTPUT_RESERVE

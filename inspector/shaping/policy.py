@@ -18,7 +18,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+import msgspec
+from msgspec import Struct
 
 from inspector.model import Message
 
@@ -92,7 +93,7 @@ def normalize_name(name: str) -> str:
     return name.strip().lower().replace("-", "_").replace(" ", "_")
 
 
-class Policy(BaseModel):
+class Policy(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A named pipeline composition with its parameters (DESIGN.md §2.5).
 
     `layers` are names from `LAYER_FACTORIES`, in order. `summarizer` names the auto-compact
@@ -104,8 +105,6 @@ class Policy(BaseModel):
     `trigger_ratio` puts the trigger at that share of the window instead (Codex: 0.9);
     `idle_gap_minutes` is microcompact's time trigger (None: off).
     """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     description: str = ""
@@ -125,86 +124,50 @@ class Policy(BaseModel):
     trigger_ratio: float | None = None
     idle_gap_minutes: float | None = None
 
-    @field_validator("trigger_estimator")
-    @classmethod
-    def _known_estimator(cls, name: str) -> str:
-        key = normalize_name(name)
+    def __post_init__(self) -> None:
+        """Every value checked beyond its type, when a policy is made (by name, from a file, or
+        by `replace`): a ValueError names the field. Names are normalized as they are checked."""
+        set_field = msgspec.structs.force_setattr
+        key = normalize_name(self.trigger_estimator)
         if key not in TRIGGER_ESTIMATORS:
-            raise ValueError(f"unknown trigger estimator {name!r} (known: {', '.join(TRIGGER_ESTIMATORS)})")
-        return key
-
-    @field_validator("max_output")
-    @classmethod
-    def _positive_output(cls, value: int | None) -> int | None:
-        if value is not None and value < 1:
-            raise ValueError("must be >= 1")
-        return value
-
-    @field_validator("trigger_ratio")
-    @classmethod
-    def _trigger_ratio(cls, value: float | None) -> float | None:
-        if value is not None and not (math.isfinite(value) and 0 < value <= 1):
-            raise ValueError("must be between 0 (exclusive) and 1")
-        return value
-
-    @field_validator("idle_gap_minutes")
-    @classmethod
-    def _idle_gap(cls, value: float | None) -> float | None:
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise ValueError("must be > 0 (or omitted: no time trigger)")
-        return value
-
-    @field_validator("layers")
-    @classmethod
-    def _known_layers(cls, layers: tuple[str, ...]) -> tuple[str, ...]:
-        for layer in layers:
+            raise ValueError(
+                f"trigger_estimator: unknown trigger estimator {self.trigger_estimator!r} "
+                f"(known: {', '.join(TRIGGER_ESTIMATORS)})"
+            )
+        set_field(self, "trigger_estimator", key)
+        for layer in self.layers:
             if layer not in LAYER_FACTORIES:
-                raise ValueError(f"unknown layer {layer!r} (known: {', '.join(LAYER_FACTORIES)})")
-        if len(set(layers)) != len(layers):
-            raise ValueError("a layer appears twice")
-        return layers
-
-    @field_validator("compactable_tools")
-    @classmethod
-    def _canonical_tools(cls, tools: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(canonical_tool(t) for t in tools))
-
-    @field_validator("summarizer")
-    @classmethod
-    def _known_summarizer(cls, name: str | None) -> str | None:
-        if name is None or name.strip().lower() in ("", "none", "off"):
-            return None
-        if name not in SUMMARIZER_NAMES:
-            raise ValueError(f"unknown summarizer {name!r} (known: {', '.join(SUMMARIZER_NAMES)}, none)")
-        return name
-
-    @field_validator("tool_result_budget")
-    @classmethod
-    def _budget_floor(cls, value: int) -> int:
-        if value < MIN_TOOL_RESULT_BUDGET:
-            raise ValueError(f"must be at least {MIN_TOOL_RESULT_BUDGET}")
-        return value
-
-    @field_validator("output_reserve", "safety_buffer", "eager_keep", "results_kept")
-    @classmethod
-    def _not_negative(cls, value: int | None) -> int | None:
-        if value is not None and value < 0:
-            raise ValueError("must be >= 0")
-        return value
-
-    @field_validator("groups_kept")
-    @classmethod
-    def _at_least_one(cls, value: int | None) -> int | None:
-        if value is not None and value < 1:
-            raise ValueError("must be >= 1")
-        return value
-
-    @field_validator("target_ratio")
-    @classmethod
-    def _ratio(cls, value: float) -> float:
-        if not (math.isfinite(value) and 0 < value < 1):
-            raise ValueError("must be between 0 and 1 (exclusive)")
-        return value
+                raise ValueError(f"layers: unknown layer {layer!r} (known: {', '.join(LAYER_FACTORIES)})")
+        if len(set(self.layers)) != len(self.layers):
+            raise ValueError("layers: a layer appears twice")
+        set_field(
+            self, "compactable_tools", tuple(dict.fromkeys(canonical_tool(t) for t in self.compactable_tools))
+        )
+        summarizer = self.summarizer
+        if summarizer is not None and summarizer.strip().lower() in ("", "none", "off"):
+            set_field(self, "summarizer", None)
+        elif summarizer is not None and summarizer not in SUMMARIZER_NAMES:
+            raise ValueError(
+                f"summarizer: unknown summarizer {summarizer!r} (known: {', '.join(SUMMARIZER_NAMES)}, none)"
+            )
+        if self.tool_result_budget < MIN_TOOL_RESULT_BUDGET:
+            raise ValueError(f"tool_result_budget: must be at least {MIN_TOOL_RESULT_BUDGET}")
+        for name in ("output_reserve", "safety_buffer", "eager_keep", "results_kept"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name}: must be >= 0")
+        for name in ("groups_kept", "max_output"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name}: must be >= 1")
+        if not (math.isfinite(self.target_ratio) and 0 < self.target_ratio < 1):
+            raise ValueError("target_ratio: must be between 0 and 1 (exclusive)")
+        ratio = self.trigger_ratio
+        if ratio is not None and not (math.isfinite(ratio) and 0 < ratio <= 1):
+            raise ValueError("trigger_ratio: must be between 0 (exclusive) and 1")
+        gap = self.idle_gap_minutes
+        if gap is not None and not (math.isfinite(gap) and gap > 0):
+            raise ValueError("idle_gap_minutes: must be > 0 (or omitted: no time trigger)")
 
     def budget(self, window: int | None) -> Budget:
         """Every threshold for `window` (None: unknown) under this policy.
@@ -411,7 +374,7 @@ def preset(name: str) -> Policy:
     return found
 
 
-PARAMETER_KEYS = tuple(k for k in Policy.model_fields if k != "name")
+PARAMETER_KEYS = tuple(k for k in Policy.__struct_fields__ if k != "name")
 FILE_KEYS = ("name", "base", *PARAMETER_KEYS)
 CONTEXT_KEYS = ("policy", *PARAMETER_KEYS)
 
@@ -429,14 +392,15 @@ def _check_keys(data: Mapping[str, Any], allowed: Sequence[str], where: str) -> 
 
 
 def _build(base: Policy, name: str, params: Mapping[str, Any], where: str) -> Policy:
-    merged = {**base.model_dump(), **params, "name": name}
+    merged = {**msgspec.structs.asdict(base), **params, "name": name}
     try:
-        return Policy.model_validate(merged)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(part) for part in first["loc"]) or "policy"
-        msg = str(first["msg"]).removeprefix("Value error, ")
-        raise PolicyError(f"{where}: {loc}: {msg}") from None
+        return msgspec.convert(merged, Policy)
+    except msgspec.ValidationError as exc:
+        message, _, at = str(exc).partition(" - at `$.")
+        message = message.replace("`", "")
+        if at:  # a value of another type: "Expected `int`, got `str` - at `$.eager_keep`"
+            message = f"{at.rstrip('`')}: {message[:1].lower()}{message[1:]}"
+        raise PolicyError(f"{where}: {message}") from None  # (a check's message names its field)
 
 
 def policy_from_dict(data: Mapping[str, Any], where: str = "policy", default_name: str = "custom") -> Policy:

@@ -23,7 +23,7 @@ import itertools
 import math
 import statistics
 
-from pydantic import BaseModel, Field
+from msgspec import Struct, field
 
 from inspector.model import Transcript
 
@@ -34,7 +34,7 @@ BASELINES = ("baseline", "baseline_tiktoken")
 ALL_MODES = (*BASELINES, *MODES)
 
 
-class ModeAccuracy(BaseModel):
+class ModeAccuracy(Struct, kw_only=True):
     """Absolute prediction error of one mode, in percent of the reported input."""
 
     median_pct: float | None = None
@@ -44,19 +44,19 @@ class ModeAccuracy(BaseModel):
     n_after_compaction: int = 0
 
 
-class RequestAccuracy(BaseModel):
+class RequestAccuracy(Struct, kw_only=True):
     request: int
     reported: int
     after_compaction: bool = False
-    predicted: dict[str, int] = Field(default_factory=dict)
-    error_pct: dict[str, float] = Field(default_factory=dict)
+    predicted: dict[str, int] = field(default_factory=dict)
+    error_pct: dict[str, float] = field(default_factory=dict)
 
 
-class AccuracyReport(BaseModel):
+class AccuracyReport(Struct, kw_only=True):
     estimator: str = "heuristic"
-    modes: dict[str, ModeAccuracy] = Field(default_factory=dict)
+    modes: dict[str, ModeAccuracy] = field(default_factory=dict)
     best: str = "delta"
-    requests: list[RequestAccuracy] = Field(default_factory=list)
+    requests: list[RequestAccuracy] = field(default_factory=list)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import msgspec
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -52,7 +53,7 @@ def policy_toml(policy: Policy) -> str:
         f"name = {_toml_value(policy.name)}",
         'base = "opencollab"',
     ]
-    for key, value in policy.model_dump().items():
+    for key, value in msgspec.structs.asdict(policy).items():
         if key == "name":
             continue
         if value is None:
@@ -174,7 +175,7 @@ class LabScreen(ModalScreen[LabResult | None]):
             "tool_result_budget": self.policy.tool_result_budget if budget is None else budget,
             "layers": layers,
         }
-        current = self.policy.model_dump()
+        current = msgspec.structs.asdict(self.policy)
         same = all(current[k] == (tuple(v) if isinstance(v, list) else v) for k, v in changes.items())
         name = self.policy.name if same else self.policy.name.removesuffix(SUFFIX) + SUFFIX
         data = {k: v for k, v in {**current, **changes}.items() if v is not None}
