@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import cache
 
-from pydantic import BaseModel, ConfigDict, Field
+from msgspec import Struct
 
 from inspector.findings.checks import OVERFLOW, harness_text
 from inspector.formats import load
@@ -67,10 +67,8 @@ STORM_SPAN = 3
 # --------------------------------------------------------------------------------------------
 
 
-class Stop(BaseModel):
+class Stop(Struct, frozen=True, kw_only=True):
     """A key request of a scenario and what a student should see there, in one paragraph."""
-
-    model_config = ConfigDict(frozen=True)
 
     request: int
     title: str
@@ -81,10 +79,8 @@ class Stop(BaseModel):
     """The layer the stop is about, where there is one."""
 
 
-class Tour(BaseModel):
+class Tour(Struct, frozen=True, kw_only=True):
     """A scenario and its stops, in request order."""
-
-    model_config = ConfigDict(frozen=True)
 
     name: str
     title: str
@@ -97,7 +93,7 @@ class Tour(BaseModel):
     stops: list[Stop]
 
 
-class ForcedRecovery(BaseModel):
+class ForcedRecovery(Struct, frozen=True, kw_only=True):
     """Forced mode at one request: what it sends, the estimates before and after, whether it fits.
 
     `tokens_before` is the estimate of the view the normal pipeline sends at that request (what
@@ -107,8 +103,6 @@ class ForcedRecovery(BaseModel):
     provider accepts); `pinned_tokens` and `recent_tokens` are the parts of the forced view no
     layer may remove (pinned messages, the overhead among them; the last `groups_kept` groups).
     """
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)  # `view`: ledger structs
 
     request: int
     limit: int | None
@@ -126,17 +120,16 @@ class ForcedRecovery(BaseModel):
     largest_tokens: int
     message_ids: list[str]
     """What forced mode sends, in order (the overhead pseudo-message first)."""
-    view: tuple[Message, ...] = Field(default=(), exclude=True, repr=False)
+    view: tuple[Message, ...] = ()
+    """The messages themselves, in that order."""
 
     @property
     def freed(self) -> int:
         return self.tokens_before - self.tokens_after
 
 
-class OverflowIncident(BaseModel):
+class OverflowIncident(Struct, frozen=True, kw_only=True):
     """A request the provider rejected as too long, its single retry, and how it ended."""
-
-    model_config = ConfigDict(frozen=True)
 
     request: int
     error: str
@@ -149,10 +142,8 @@ class OverflowIncident(BaseModel):
     """Why the run stopped, or how it recovered, in one sentence with the numbers."""
 
 
-class PersistedStep(BaseModel):
+class PersistedStep(Struct, frozen=True, kw_only=True):
     """One request of a persisted run: the view it started from, what it sent, what fired."""
-
-    model_config = ConfigDict(frozen=True)
 
     request: int
     input_tokens: int
@@ -165,10 +156,8 @@ class PersistedStep(BaseModel):
     cleared: int
 
 
-class PersistedRun(BaseModel):
+class PersistedRun(Struct, frozen=True, kw_only=True):
     """A policy run by a harness that keeps what it compacted, request by request."""
-
-    model_config = ConfigDict(frozen=True)
 
     policy: str
     window: int | None

@@ -309,7 +309,7 @@ def write_db(
 DEEP = b"[" * 100_000 + b"]" * 100_000
 """100,000 levels: orjson refuses it (its limit is 1,024)."""
 NEAR = b"[" * 1_000 + b"]" * 1_000
-"""1,000 levels: orjson reads it, but Python's json, reprs and pydantic's serializer would recurse
+"""1,000 levels: orjson reads it, but Python's json and reprs would recurse
 too deep on it, so the reader must refuse it (its limit is MAX_DEPTH)."""
 ABSURD_USAGE = {
     "input_tokens": -5,

@@ -6,6 +6,7 @@ import json
 import time
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from inspector.formats import load
@@ -138,6 +139,6 @@ def test_every_scenario_has_narrated_stops_in_request_order(name: str) -> None:
         assert len(stop.narration.split()) >= 25
         assert "\n" not in stop.narration
         assert stop.policy in {EXPECTED[name][2], EXPECTED[name][3]}
-    dumped = json.loads(found.model_dump_json())
+    dumped = msgspec.to_builtins(found)
     assert dumped["stops"][0]["narration"] == found.stops[0].narration
     assert stops(name) == found.stops

@@ -17,7 +17,7 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 100
 """A record nested deeper than this is a load issue, not loaded. Nothing a harness writes comes
 close (a Claude Code tool call's arguments sit about 6 levels down); below it, everything
-downstream (JSON encoders, reprs, pydantic's serializer, the app) can recurse safely. orjson itself
+downstream (JSON encoders, reprs, the app) can recurse safely. orjson itself
 refuses more than 1,024 levels."""
 
 MAX_TOKENS = 1_000_000_000
