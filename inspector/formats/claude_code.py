@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from msgspec import DecodeError
+from msgspec import DecodeError, Struct
 from msgspec.structs import replace
 
 from inspector.model import (
@@ -115,9 +115,9 @@ MAX_REJOIN = 64
 not hang off) for a transcript to still be extended rather than built again."""
 
 
-@dataclass(slots=True)
-class _Node:
-    """One line of the file that has a uuid: the tree's node, slimmed to what the ledger needs."""
+class _Node(Struct):
+    """One line of the file that has a uuid: the tree's node, slimmed to what the ledger needs (a
+    struct: most lines of a session make one)."""
 
     uuid: str
     parent: str | None
