@@ -90,3 +90,17 @@ def test_a_file_made_by_size_is_about_that_size() -> None:
     assert 9_000_000 <= made.bytes <= 11_000_000
     assert synth.requests_for(100) < 10 * synth.requests_for(10)  # not linear: fewer requests a MB
     assert synth.requests_for(400) < 4 * synth.requests_for(100)
+
+
+def test_the_phases_of_report_json_add_up_and_count_the_session(capsys: pytest.CaptureFixture[str]) -> None:
+    """`benchmarks.phases` (the breakdown row of the open figure) runs `report --json`'s steps one by
+    one in this process: each phase is timed, and the session it read is the whole one."""
+    from benchmarks import phases
+
+    session = synth.synth("replay2000", requests=2000)
+    assert phases.main([str(session.path)]) == 0
+    out = orjson.loads(capsys.readouterr().out)
+    assert (out["requests"], out["messages"]) == (2000, len(load(session.path).messages))
+    steps = ("imports", "load", "replay_open", "report", "json")
+    assert set(out) == {*steps, "messages", "requests"}
+    assert all(out[k] >= 0 for k in steps) and out["load"] > 0 and out["report"] > 0
