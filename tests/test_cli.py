@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from itertools import pairwise
@@ -12,7 +13,7 @@ import pytest
 
 from inspector.cli import main
 
-from .conftest import CORPUS, FA812, corpus_file
+from .conftest import CORPUS, FA812, ROOT, corpus_file
 
 
 def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:  # type: ignore[type-arg]
@@ -173,6 +174,22 @@ def test_errors_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     assert "request 99 does not exist" in capsys.readouterr().err
     assert main(["report", str(path), "--policy", "no-such-policy"]) == 2
     assert "no-such-policy" in capsys.readouterr().err
+
+
+def test_a_file_name_that_is_not_utf8_is_written_to_json_as_escapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Linux file names are bytes: one that is not UTF-8 reaches Python as lone surrogates, which
+    UTF-8 cannot hold; the report's JSON writes them as `\\udcff` escapes, and the path it names
+    is the file's own."""
+    name = os.fsdecode(b"session-\xff.jsonl")
+    path = tmp_path / name
+    path.write_bytes((ROOT / "sample_sessions" / "short-session.jsonl").read_bytes())
+    assert main(["report", str(path), "--json"]) == 0
+    out = capsys.readouterr().out
+    assert out.isascii() and "\\udcff" in out
+    report = json.loads(out)
+    assert os.fsencode(report["path"]) == os.fsencode(str(path)) and report["requests"]
 
 
 def test_console_script_and_module_entry(tmp_path: Path) -> None:

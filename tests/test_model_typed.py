@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from inspector.formats import load
 from inspector.model import (
     EventKind,
+    MediaBlock,
     Message,
     Origin,
+    ReasoningBlock,
     RecordedEvent,
     Role,
     TextBlock,
@@ -59,3 +62,35 @@ def test_the_walk_names_the_first_value_of_another_type() -> None:
     event = RecordedEvent(kind="compaction", after_request=1)  # type: ignore[arg-type]
     assert untyped(event) == "RecordedEvent.kind: 'compaction' is not a EventKind"
     assert untyped(RecordedEvent(kind=EventKind.COMPACTION, after_request=1)) is None
+
+
+def test_a_message_encodes_each_field_in_order_and_names_each_block_kind() -> None:
+    """The JSON a summary's cache key and a folded summary's id are hashed from
+    (`shaping.auto_compact.segment_key`): every field in declared order, each block's kind first,
+    so two kinds of block never encode alike and the ids stay what they were under pydantic."""
+    m = Message(
+        id="m1",
+        role=Role.ASSISTANT,
+        blocks=(
+            TextBlock(text="a\x1bé"),
+            ReasoningBlock(text="t", signed=True),
+            ToolCallBlock(id="c", name="Bash", arguments={"cmd": "ls"}),
+            ToolResultBlock(call_id="c", content="x"),
+            MediaBlock(type="document", size_bytes=3),
+        ),
+        origin=Origin(file="f", line=1),
+    )
+    assert (
+        msgspec.json.encode(m)
+        == (
+            '{"id":"m1","role":"assistant","blocks":['
+            '{"type":"text","text":"a\\u001bé"},'
+            '{"type":"reasoning","text":"t","signed":true,"redacted":false,"signature_chars":0},'
+            '{"type":"tool_call","id":"c","name":"Bash","arguments":{"cmd":"ls"}},'
+            '{"type":"tool_result","call_id":"c","tool_name":null,"content":"x","is_error":false,"media":0},'
+            '{"type":"document","media_type":"","size_bytes":3}],'
+            '"timestamp":null,"source":{"kind":"conversation","priority":0,"name":""},"sidechain":false,'
+            '"agent_id":null,"origin":{"file":"f","line":1},"response_id":null,"model":null,'
+            '"is_meta":false,"is_summary":false,"stop_reason":null}'
+        ).encode()
+    )

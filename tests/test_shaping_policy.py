@@ -187,6 +187,30 @@ def test_bad_values_are_errors(tmp_path: Path) -> None:
         assert expected in one_line_error(path), line
 
 
+def test_numbers_written_as_whole_floats_or_as_text_are_read_as_numbers(tmp_path: Path) -> None:
+    """As a hand-written file or a team file's `context` table may hold them (`20000.0`, `2e4`,
+    `"0.5"`); a fraction where a count goes, a true/false, or words are still errors."""
+    flat = write(
+        tmp_path, "floats.toml", "tool_result_budget = 20000.0\neager_keep = 1e3\ntarget_ratio = '0.5'\n"
+    )
+    policy = load_policy(flat)
+    assert (policy.tool_result_budget, policy.eager_keep, policy.target_ratio) == (20_000, 1_000, 0.5)
+    assert type(policy.tool_result_budget) is int and type(policy.target_ratio) is float
+    team = write(tmp_path, "team.json", '{"context": {"policy": "default", "blocking_buffer": 3000.0}}')
+    assert load_policy(team).blocking_buffer == 3_000
+    cases = {
+        "tool_result_budget = 20000.5": "tool_result_budget: expected int, got float",
+        "eager_keep = true": "eager_keep: expected int, got bool",
+        "tool_result_budget = 'big'": "tool_result_budget: expected int, got str",
+    }
+    for k, (line, expected) in enumerate(cases.items()):
+        path = write(tmp_path, f"bad{k}.toml", line + "\n")
+        assert one_line_error(path) == f"{path}: {expected}", line
+    # several problems: the first field, in the order they are declared, is the one named
+    both = write(tmp_path, "both.toml", "trigger_estimator = 'bad'\nsummarizer = 'gpt'\neager_keep = -1\n")
+    assert one_line_error(both) == f"{both}: eager_keep: must be >= 0"
+
+
 def test_unreadable_files_are_errors(tmp_path: Path) -> None:
     assert one_line_error(tmp_path / "missing.toml") == f"policy file not found: {tmp_path / 'missing.toml'}"
     broken = write(tmp_path, "broken.toml", "name = \n")

@@ -16,17 +16,18 @@ from msgspec import Struct, field
 
 
 class _Block(Struct, frozen=True, kw_only=True):
-    """What every block is: frozen, made with keywords. `type` names its kind."""
+    """What every block is: frozen, made with keywords. `type` names its kind: a class attribute
+    that is also written first when a block is encoded (its tag), or a media block's own field."""
 
 
-class TextBlock(_Block, frozen=True):
+class TextBlock(_Block, frozen=True, tag_field="type", tag="text"):
     """Plain text written by a user, an assistant or the harness."""
 
     type: ClassVar[Literal["text"]] = "text"
     text: str
 
 
-class ReasoningBlock(_Block, frozen=True):
+class ReasoningBlock(_Block, frozen=True, tag_field="type", tag="reasoning"):
     """Thinking / reasoning. `signed` marks content whose bytes do not tell its cost.
 
     Signed (Anthropic `signature`) or encrypted (OpenAI `encrypted_content`) reasoning cannot be
@@ -41,7 +42,7 @@ class ReasoningBlock(_Block, frozen=True):
     signature_chars: int = 0
 
 
-class ToolCallBlock(_Block, frozen=True):
+class ToolCallBlock(_Block, frozen=True, tag_field="type", tag="tool_call"):
     """A tool call made by the assistant."""
 
     type: ClassVar[Literal["tool_call"]] = "tool_call"
@@ -50,7 +51,7 @@ class ToolCallBlock(_Block, frozen=True):
     arguments: dict[str, Any] | str = field(default_factory=dict)
 
 
-class ToolResultBlock(_Block, frozen=True):
+class ToolResultBlock(_Block, frozen=True, tag_field="type", tag="tool_result"):
     """The answer to a tool call, as the model sees it (never the harness's richer side record)."""
 
     type: ClassVar[Literal["tool_result"]] = "tool_result"

@@ -31,6 +31,7 @@ One sanitizer for everything that reaches a screen (the app, the report, exports
 
 from __future__ import annotations
 
+import json
 import re
 
 import msgspec
@@ -81,8 +82,13 @@ def _json_escape(match: re.Match[str]) -> str:
 
 def json_text(value: object) -> str:
     """`value` (a struct of the report, or plain data) as JSON indented by two spaces, made safe by
-    `json_safe`."""
-    return json_safe(msgspec.json.format(msgspec.json.encode(value), indent=2).decode())
+    `json_safe`. A string that cannot be UTF-8 (a file name that is not: Python holds its bytes as
+    lone surrogates) is written as `\\udcff` escapes, which JSON allows and `os.fsencode` undoes."""
+    try:
+        raw = msgspec.json.encode(value)
+    except UnicodeEncodeError:
+        return json.dumps(msgspec.to_builtins(value), indent=2)  # (ASCII: nothing for json_safe)
+    return json_safe(msgspec.json.format(raw, indent=2).decode())
 
 
 def json_safe(json_text: str) -> str:

@@ -125,49 +125,21 @@ class Policy(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     idle_gap_minutes: float | None = None
 
     def __post_init__(self) -> None:
-        """Every value checked beyond its type, when a policy is made (by name, from a file, or
-        by `replace`): a ValueError names the field. Names are normalized as they are checked."""
+        """Every value checked beyond its type when a policy is made (by name, from a file, or by
+        `replace`), field by field in the order they are declared: a ValueError names the first
+        field with a problem. Names are normalized once checked."""
+        for name in self.__struct_fields__:
+            check = _CHECKS.get(name)
+            problem = check(getattr(self, name)) if check is not None else None
+            if problem is not None:
+                raise ValueError(f"{name}: {problem}")
         set_field = msgspec.structs.force_setattr
-        key = normalize_name(self.trigger_estimator)
-        if key not in TRIGGER_ESTIMATORS:
-            raise ValueError(
-                f"trigger_estimator: unknown trigger estimator {self.trigger_estimator!r} "
-                f"(known: {', '.join(TRIGGER_ESTIMATORS)})"
-            )
-        set_field(self, "trigger_estimator", key)
-        for layer in self.layers:
-            if layer not in LAYER_FACTORIES:
-                raise ValueError(f"layers: unknown layer {layer!r} (known: {', '.join(LAYER_FACTORIES)})")
-        if len(set(self.layers)) != len(self.layers):
-            raise ValueError("layers: a layer appears twice")
+        set_field(self, "trigger_estimator", normalize_name(self.trigger_estimator))
         set_field(
             self, "compactable_tools", tuple(dict.fromkeys(canonical_tool(t) for t in self.compactable_tools))
         )
-        summarizer = self.summarizer
-        if summarizer is not None and summarizer.strip().lower() in ("", "none", "off"):
+        if self.summarizer is not None and self.summarizer.strip().lower() in _NO_SUMMARIZER:
             set_field(self, "summarizer", None)
-        elif summarizer is not None and summarizer not in SUMMARIZER_NAMES:
-            raise ValueError(
-                f"summarizer: unknown summarizer {summarizer!r} (known: {', '.join(SUMMARIZER_NAMES)}, none)"
-            )
-        if self.tool_result_budget < MIN_TOOL_RESULT_BUDGET:
-            raise ValueError(f"tool_result_budget: must be at least {MIN_TOOL_RESULT_BUDGET}")
-        for name in ("output_reserve", "safety_buffer", "eager_keep", "results_kept"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f"{name}: must be >= 0")
-        for name in ("groups_kept", "max_output"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name}: must be >= 1")
-        if not (math.isfinite(self.target_ratio) and 0 < self.target_ratio < 1):
-            raise ValueError("target_ratio: must be between 0 and 1 (exclusive)")
-        ratio = self.trigger_ratio
-        if ratio is not None and not (math.isfinite(ratio) and 0 < ratio <= 1):
-            raise ValueError("trigger_ratio: must be between 0 (exclusive) and 1")
-        gap = self.idle_gap_minutes
-        if gap is not None and not (math.isfinite(gap) and gap > 0):
-            raise ValueError("idle_gap_minutes: must be > 0 (or omitted: no time trigger)")
 
     def budget(self, window: int | None) -> Budget:
         """Every threshold for `window` (None: unknown) under this policy.
@@ -219,6 +191,63 @@ class Policy(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
             else (self.make_summarizer(messages) if needs_summary else None)
         )
         return Pipeline(LAYER_FACTORIES[name](self, chosen) for name in self.layers)
+
+
+_NO_SUMMARIZER = ("", "none", "off")
+"""What a policy may write for "no summarizer" (auto compact off)."""
+
+
+def _layers_problem(layers: tuple[str, ...]) -> str | None:
+    for layer in layers:
+        if layer not in LAYER_FACTORIES:
+            return f"unknown layer {layer!r} (known: {', '.join(LAYER_FACTORIES)})"
+    return "a layer appears twice" if len(set(layers)) != len(layers) else None
+
+
+def _summarizer_problem(name: str | None) -> str | None:
+    if name is None or name.strip().lower() in _NO_SUMMARIZER or name in SUMMARIZER_NAMES:
+        return None
+    return f"unknown summarizer {name!r} (known: {', '.join(SUMMARIZER_NAMES)}, none)"
+
+
+def _estimator_problem(name: str) -> str | None:
+    if normalize_name(name) in TRIGGER_ESTIMATORS:
+        return None
+    return f"unknown trigger estimator {name!r} (known: {', '.join(TRIGGER_ESTIMATORS)})"
+
+
+def _at_least(floor: int, words: str) -> Callable[[int | None], str | None]:
+    return lambda v: None if v is None or v >= floor else words
+
+
+def _above_zero(high: float, high_open: bool, words: str) -> Callable[[float | None], str | None]:
+    """A finite number in (0, high], or (0, high) when `high_open`."""
+
+    def problem(v: float | None) -> str | None:
+        if v is None:
+            return None
+        fits = math.isfinite(v) and v > 0 and (v < high if high_open else v <= high)
+        return None if fits else words
+
+    return problem
+
+
+_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "layers": _layers_problem,
+    "tool_result_budget": _at_least(MIN_TOOL_RESULT_BUDGET, f"must be at least {MIN_TOOL_RESULT_BUDGET}"),
+    "results_kept": _at_least(0, "must be >= 0"),
+    "groups_kept": _at_least(1, "must be >= 1"),
+    "eager_keep": _at_least(0, "must be >= 0"),
+    "summarizer": _summarizer_problem,
+    "output_reserve": _at_least(0, "must be >= 0"),
+    "safety_buffer": _at_least(0, "must be >= 0"),
+    "target_ratio": _above_zero(1, True, "must be between 0 and 1 (exclusive)"),
+    "trigger_estimator": _estimator_problem,
+    "max_output": _at_least(1, "must be >= 1"),
+    "trigger_ratio": _above_zero(1, False, "must be between 0 (exclusive) and 1"),
+    "idle_gap_minutes": _above_zero(math.inf, False, "must be > 0 (or omitted: no time trigger)"),
+}
+"""Policy field -> what is wrong with a value of it (None: nothing), for `Policy.__post_init__`."""
 
 
 OPENCOLLAB = Policy(
@@ -394,7 +423,7 @@ def _check_keys(data: Mapping[str, Any], allowed: Sequence[str], where: str) -> 
 def _build(base: Policy, name: str, params: Mapping[str, Any], where: str) -> Policy:
     merged = {**msgspec.structs.asdict(base), **params, "name": name}
     try:
-        return msgspec.convert(merged, Policy)
+        return msgspec.convert(merged, Policy, strict=False)  # (20000.0 and "20000" are 20000)
     except msgspec.ValidationError as exc:
         message, _, at = str(exc).partition(" - at `$.")
         message = message.replace("`", "")
