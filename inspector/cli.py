@@ -18,7 +18,8 @@ from inspector import __version__
 from inspector.formats import LoaderError, Progress, load
 from inspector.model import Transcript
 from inspector.model.bulk import hold_for_good
-from inspector.replay import ReplayError
+from inspector.model.windows import model_window
+from inspector.replay import Replay, ReplayError
 from inspector.report.progress import progress_for
 from inspector.report.sanitize import json_text, visible
 from inspector.shaping import PolicyError
@@ -56,6 +57,38 @@ def _add_shaping_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="context window in tokens (default: from the transcript or model)",
     )
+    p.add_argument(
+        "--model",
+        default=None,
+        help="the model the session ran with, for its window where the transcript states none "
+        "(e.g. claude-sonnet-4-5, gpt-5); --window wins",
+    )
+
+
+def _replay(transcript: Transcript, args: argparse.Namespace) -> Replay:
+    """The transcript's replay under --policy, with the window --window or --model gives."""
+    window, source = _window(transcript, args)
+    return Replay.open(transcript, policy=args.policy, window=window, window_source=source)
+
+
+def _window(transcript: Transcript | None, args: argparse.Namespace) -> tuple[int | None, str]:
+    """The window to shape against and where it came from: --window; else the window of --model
+    (a Claude model's 1,000,000 one where the transcript reported more than 200,000) unless the
+    transcript states one (Codex); else None, and the replay reads it from the transcript or the
+    model it names."""
+    from inspector.tokens.harness import harness_window
+
+    if args.window is not None or args.model is None:
+        return args.window, "--window"
+    observed = 0
+    if transcript is not None:
+        if harness_window(transcript) is not None:
+            return None, "--window"  # the replay takes the transcript's own, as without --model
+        observed = max([u.context for r in transcript.requests if (u := r.usage) is not None], default=0)
+    found = model_window(args.model, observed)
+    if found is None:
+        raise UserError(f"the window of model {args.model!r} is not known: give --window TOKENS")
+    return found, "--model"
 
 
 DESCRIPTION = (
@@ -212,10 +245,9 @@ _one_shot = False
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from inspector.replay import Replay
 
     transcript = _load(args.path)
-    replay = Replay.open(transcript, policy=args.policy, window=args.window)
+    replay = _replay(transcript, args)
     report = replay.report(step=args.step, compare_with=args.compare)
     if args.cache:
         from inspector.replay.cache import cache_cost
@@ -235,10 +267,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from inspector.replay import Replay
 
     transcript = _load(args.path)
-    replay = Replay.open(transcript, policy=args.policy, window=args.window)
+    replay = _replay(transcript, args)
     sys.stdout.write(visible(replay.explain(args.message, step=args.step), newlines=False) + "\n")
     return 0
 
@@ -305,6 +336,8 @@ def _cmd_open(args: argparse.Namespace) -> int:
     else:
         if follow:
             raise UserError("--follow needs a transcript PATH (the picker follows live sessions by itself)")
+        if args.model is not None:
+            raise UserError("--model needs a transcript PATH (or --sample)")
         from inspector.tui import run_app
 
         run_app(None, policy=policy, window=window)
@@ -319,6 +352,8 @@ def _cmd_open(args: argparse.Namespace) -> int:
         with _reading(path) as progress:
             opened = open_transcript(path, follow=True, progress=progress)
         transcript, follower = opened.transcript, opened.follower
+    if args.window is None and args.model is not None:
+        window, window_source = _window(transcript, args)  # (over a sample's own window)
     from inspector.tui import run_app
 
     run_app(transcript, policy=policy, window=window, follower=follower, window_source=window_source)
@@ -343,9 +378,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 def _cmd_findings(args: argparse.Namespace) -> int:
     """Exit 0 when nothing of severity "error" was found, 1 otherwise (for scripts and CI)."""
     from inspector.findings import UnknownCheckError, exit_code, find_all, findings_json, findings_text
-    from inspector.replay import Replay
 
-    replay = Replay.open(_load(args.path), policy=args.policy, window=args.window)
+    replay = _replay(_load(args.path), args)
     try:
         found = find_all(replay, args.check)
     except UnknownCheckError as exc:
@@ -362,10 +396,9 @@ def _cmd_findings(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from inspector.replay import Replay
     from inspector.report.export import ExportError, export
 
-    replay = Replay.open(_load(args.path), policy=args.policy, window=args.window)
+    replay = _replay(_load(args.path), args)
     try:
         text = export(replay, args.format, step=args.step, redact=args.redact)
     except ExportError as exc:

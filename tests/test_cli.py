@@ -319,6 +319,55 @@ def test_codex_window_is_stated_and_derived(capsys: pytest.CaptureFixture[str]) 
     assert b["trigger"] == 244800  # 90% of the window
 
 
+def _session_without_a_model(path: Path, context: int) -> Path:
+    """A two-line Claude Code session whose response names no model, with `context` reported."""
+    lines = [
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "message": {"content": "hi"}},
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "sessionId": "s",
+            "message": {
+                "id": "m1",
+                "content": [{"type": "text", "text": "ok"}],
+                "usage": {"input_tokens": 5, "cache_read_input_tokens": context - 5, "output_tokens": 3},
+            },
+        },
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_model_gives_the_window_where_the_transcript_names_no_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _session_without_a_model(tmp_path / "s.jsonl", 1_000)
+    budget = _json(capsys, "report", str(path), "--json")["budget"]
+    assert (budget["window"], budget["window_source"]) == (None, "unknown")
+    budget = _json(capsys, "report", str(path), "--json", "--model", "gpt-5")["budget"]
+    assert (budget["window"], budget["window_source"], budget["trigger"]) == (400_000, "--model", 367_000)
+    budget = _json(capsys, "report", str(path), "--json", "--model", "gpt-5", "--window", "50000")["budget"]
+    assert (budget["window"], budget["window_source"]) == (50_000, "--window")
+    # a Claude session that held more than 200,000 ran with the 1M window
+    big = _session_without_a_model(tmp_path / "big.jsonl", 250_000)
+    budget = _json(capsys, "report", str(big), "--json", "--model", "claude-sonnet-4-5")["budget"]
+    assert budget["window"] == 1_000_000
+    assert main(["findings", str(path), "--json", "--model", "claude-opus-4"]) == 0
+    capsys.readouterr()
+    assert main(["report", str(path), "--model", "llama-3"]) == 2
+    err = capsys.readouterr().err
+    assert err == "context-inspector: the window of model 'llama-3' is not known: give --window TOKENS\n"
+    assert main(["--model", "gpt-5"]) == 2
+    assert "--model needs a transcript PATH" in capsys.readouterr().err
+
+
+def test_a_window_the_transcript_states_wins_over_model(capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file("codex/lazyagents-codex-0.158.0-rollout.jsonl")
+    budget = _json(capsys, "report", str(path), "--json", "--model", "claude-sonnet-4-5")["budget"]
+    assert (budget["window"], budget["window_source"]) == (272_000, "transcript")
+
+
 def test_export_command_writes_redacted_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     secret = "ghp_" + "A" * 36
     path = tmp_path / "s.jsonl"

@@ -100,7 +100,9 @@ class BudgetRow(Struct, kw_only=True):
 
     policy: str
     window: int | None
-    window_source: Annotated[str, Meta(description="--window, transcript, model, or unknown")]
+    window_source: Annotated[
+        str, Meta(description="--window, --model, sample, transcript, model, or unknown")
+    ]
     window_stated: Annotated[
         int | None,
         Meta(description="the window as the transcript states it (Codex: 95% of the model's window)"),
