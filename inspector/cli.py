@@ -245,7 +245,6 @@ _one_shot = False
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-
     transcript = _load(args.path)
     replay = _replay(transcript, args)
     report = replay.report(step=args.step, compare_with=args.compare)
@@ -267,7 +266,6 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-
     transcript = _load(args.path)
     replay = _replay(transcript, args)
     sys.stdout.write(visible(replay.explain(args.message, step=args.step), newlines=False) + "\n")

@@ -66,8 +66,8 @@ class SummaryCache:
 
 
 def segment_key(messages: Sequence[Message], summarizer: str) -> str:
-    """sha256 of the summarizer's key and the JSON of every message of the segment (each field of
-    each block: no two kinds of block have the same fields)."""
+    """sha256 of the summarizer's key and the JSON of every message of the segment (every field in
+    declared order, each block's kind first: the text pydantic wrote, so ids made from it stay)."""
     h = hashlib.sha256(summarizer.encode())
     for m in messages:
         h.update(b"\x00")
