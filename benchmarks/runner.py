@@ -243,8 +243,9 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
     phases = json.loads(out)
     _, _, out = timed_child([PY, "-m", "benchmarks.bound", path], stdout=None)
     bound = json.loads(out)
-    # the memory target is about the transcript: on a small file the interpreter alone dominates
-    memory_target = big.bytes >= 50_000_000
+    # both targets are about a big transcript (DESIGN.md §7: "on a 100 MB transcript"): on a small
+    # file the interpreter's start and the imports (0.07 s, a 10 MB floor's worth) dominate
+    memory_target = open_target = big.bytes >= 50_000_000
     others: list[Figure] = []
     for args in OTHER_COMMANDS:
         w, rss, _ = timed_child([PY, "-m", "inspector", args[0], path, *args[1:]])
@@ -263,13 +264,13 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
     return [
         Figure(
             name=f"open: report --json, {mb:,.0f} MB",
-            target="<= 3x floor",
+            target="<= 3x floor" if open_target else "(>= 50 MB files only)",
             measured=wall,
             unit="s",
             floor=floor,
             floor_what=floor_what,
             ratio=wall / floor,
-            passed=wall / floor <= 3.0,
+            passed=wall / floor <= 3.0 if open_target else None,
             detail={
                 "runs": runs,
                 "floors": by_library,
