@@ -590,8 +590,11 @@ def _live(session: Synth, small: bool) -> list[Figure]:
 
 
 def bench_peer(big: Synth) -> list[Figure]:
-    """claude-code-log on the same file, where it is installed (not a dependency)."""
-    exe = shutil.which("claude-code-log")
+    """claude-code-log on the same file, where it is installed (the `peer` extra, not a dependency):
+    beside this interpreter, or on PATH."""
+    exe = shutil.which("claude-code-log", path=str(Path(sys.executable).parent)) or shutil.which(
+        "claude-code-log"
+    )
     if exe is None:
         return []
     with tempfile.TemporaryDirectory() as tmp:
