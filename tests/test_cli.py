@@ -319,21 +319,19 @@ def test_codex_window_is_stated_and_derived(capsys: pytest.CaptureFixture[str]) 
     assert b["trigger"] == 244800  # 90% of the window
 
 
-def _session_without_a_model(path: Path, context: int) -> Path:
-    """A two-line Claude Code session whose response names no model, with `context` reported."""
+def _two_line_session(path: Path, text: str = "hi", model: str | None = None, context: int = 905) -> Path:
+    """A Claude Code session of two lines: a user saying `text`, and a response that reported
+    `context` (its model `model`; None: it names none)."""
+    response: dict[str, object] = {
+        "id": "m1",
+        "content": [{"type": "text", "text": "ok"}],
+        "usage": {"input_tokens": 5, "cache_read_input_tokens": context - 5, "output_tokens": 3},
+    }
+    if model is not None:
+        response["model"] = model
     lines = [
-        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "message": {"content": "hi"}},
-        {
-            "type": "assistant",
-            "uuid": "a1",
-            "parentUuid": "u1",
-            "sessionId": "s",
-            "message": {
-                "id": "m1",
-                "content": [{"type": "text", "text": "ok"}],
-                "usage": {"input_tokens": 5, "cache_read_input_tokens": context - 5, "output_tokens": 3},
-            },
-        },
+        {"type": "user", "uuid": "u1", "parentUuid": None, "sessionId": "s", "message": {"content": text}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s", "message": response},
     ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return path
@@ -342,7 +340,7 @@ def _session_without_a_model(path: Path, context: int) -> Path:
 def test_model_gives_the_window_where_the_transcript_names_no_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = _session_without_a_model(tmp_path / "s.jsonl", 1_000)
+    path = _two_line_session(tmp_path / "s.jsonl", context=1_000)
     budget = _json(capsys, "report", str(path), "--json")["budget"]
     assert (budget["window"], budget["window_source"]) == (None, "unknown")
     budget = _json(capsys, "report", str(path), "--json", "--model", "gpt-5")["budget"]
@@ -350,7 +348,7 @@ def test_model_gives_the_window_where_the_transcript_names_no_model(
     budget = _json(capsys, "report", str(path), "--json", "--model", "gpt-5", "--window", "50000")["budget"]
     assert (budget["window"], budget["window_source"]) == (50_000, "--window")
     # a Claude session that held more than 200,000 ran with the 1M window
-    big = _session_without_a_model(tmp_path / "big.jsonl", 250_000)
+    big = _two_line_session(tmp_path / "big.jsonl", context=250_000)
     budget = _json(capsys, "report", str(big), "--json", "--model", "claude-sonnet-4-5")["budget"]
     assert budget["window"] == 1_000_000
     assert main(["findings", str(path), "--json", "--model", "claude-opus-4"]) == 0
@@ -370,35 +368,7 @@ def test_a_window_the_transcript_states_wins_over_model(capsys: pytest.CaptureFi
 
 def test_export_command_writes_redacted_markdown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     secret = "ghp_" + "A" * 36
-    path = tmp_path / "s.jsonl"
-    lines = [
-        {
-            "type": "user",
-            "uuid": "u1",
-            "parentUuid": None,
-            "sessionId": "s",
-            "message": {"role": "user", "content": f"use {secret} please"},
-        },
-        {
-            "type": "assistant",
-            "uuid": "a1",
-            "parentUuid": "u1",
-            "sessionId": "s",
-            "message": {
-                "id": "m1",
-                "role": "assistant",
-                "model": "claude-x",
-                "content": [{"type": "text", "text": "ok"}],
-                "usage": {
-                    "input_tokens": 5,
-                    "cache_creation_input_tokens": 0,
-                    "cache_read_input_tokens": 900,
-                    "output_tokens": 3,
-                },
-            },
-        },
-    ]
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    path = _two_line_session(tmp_path / "s.jsonl", f"use {secret} please", model="claude-x")
     out = tmp_path / "out.md"
     assert main(["export", str(path), "--format", "md", "--redact", "-o", str(out)]) == 0
     text = out.read_text()
