@@ -12,8 +12,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from inspector import __version__
 from inspector.formats import LoaderError, Progress, load
 from inspector.model import Transcript
@@ -22,6 +20,7 @@ from inspector.model.windows import model_window
 from inspector.replay import Replay, ReplayError
 from inspector.report.progress import progress_for
 from inspector.report.sanitize import json_text, visible
+from inspector.report.summary import resolve_window
 from inspector.shaping import PolicyError
 
 if TYPE_CHECKING:
@@ -71,24 +70,16 @@ def _replay(transcript: Transcript, args: argparse.Namespace) -> Replay:
     return Replay.open(transcript, policy=args.policy, window=window, window_source=source)
 
 
-def _window(transcript: Transcript | None, args: argparse.Namespace) -> tuple[int | None, str]:
+def _window(transcript: Transcript, args: argparse.Namespace) -> tuple[int | None, str]:
     """The window to shape against and where it came from: --window; else the window of --model
-    (a Claude model's 1,000,000 one where the transcript reported more than 200,000) unless the
-    transcript states one (Codex); else None, and the replay reads it from the transcript or the
-    model it names."""
-    from inspector.tokens.harness import harness_window
-
+    (`resolve_window`: unless the transcript states one); else None, and the replay reads it from
+    the transcript or the model it names."""
     if args.window is not None or args.model is None:
         return args.window, "--window"
-    observed = 0
-    if transcript is not None:
-        if harness_window(transcript) is not None:
-            return None, "--window"  # the replay takes the transcript's own, as without --model
-        observed = max([u.context for r in transcript.requests if (u := r.usage) is not None], default=0)
-    found = model_window(args.model, observed)
-    if found is None:
+    if model_window(args.model) is None:
         raise UserError(f"the window of model {args.model!r} is not known: give --window TOKENS")
-    return found, "--model"
+    window, source = resolve_window(transcript, None, model=args.model)
+    return (window, source) if source == "--model" else (None, "--window")
 
 
 DESCRIPTION = (
@@ -253,9 +244,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
         totals = {"policy", "window", "rewrites", "rebilled_tokens", "sent_tokens", "cached_tokens"}
         replays = [replay] + ([replay.with_settings(args.compare)] if args.compare else [])
-        report.cache = [
-            {k: v for k, v in msgspec.to_builtins(cache_cost(r)).items() if k in totals} for r in replays
-        ]
+        costs = [cache_cost(r) for r in replays]
+        report.cache = [{k: getattr(c, k) for k in c.__struct_fields__ if k in totals} for c in costs]
     if args.json:
         sys.stdout.write(json_text(report) + "\n")
     else:

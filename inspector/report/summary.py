@@ -192,13 +192,14 @@ class Report(Struct, kw_only=True):
 
 
 def resolve_window(
-    transcript: Transcript, window: int | None, *, observed: int | None = None
+    transcript: Transcript, window: int | None, *, observed: int | None = None, model: str | None = None
 ) -> tuple[int | None, str]:
     """The window to shape against, and where it came from.
 
     A transcript that states its window wins over the model's; Codex states 95% of it
     (`harness_window` gives the window itself: 258,400 stated -> 272,000). `observed`: the
-    largest context the transcript reported, where the caller knows it already.
+    largest context the transcript reported, where the caller knows it already. `model`: the
+    model to take the window of in place of the one the transcript names (`--model`).
     """
     from inspector.tokens.harness import harness_window
 
@@ -209,8 +210,10 @@ def resolve_window(
         return stated, "transcript"
     if observed is None:
         observed = max([u.context for r in transcript.requests if (u := r.usage) is not None], default=0)
-    found = model_window(transcript.model, observed)
-    return (found, "model") if found is not None else (None, "unknown")
+    found = model_window(model or transcript.model, observed)
+    if found is None:
+        return None, "unknown"
+    return found, "model" if model is None else "--model"
 
 
 _ROLE_NAMES = {role: role.value for role in Role}
