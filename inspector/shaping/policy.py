@@ -216,8 +216,10 @@ def _estimator_problem(name: str) -> str | None:
     return f"unknown trigger estimator {name!r} (known: {', '.join(TRIGGER_ESTIMATORS)})"
 
 
-def _at_least(floor: int, words: str) -> Callable[[int | None], str | None]:
-    return lambda v: None if v is None or v >= floor else words
+def _at_least(floor: int, words: str = "") -> Callable[[int | None], str | None]:
+    """A number not below `floor` (`words`: what to say of one that is; "must be >= floor")."""
+    said = words or f"must be >= {floor}"
+    return lambda v: None if v is None or v >= floor else said
 
 
 def _above_zero(high: float, high_open: bool, words: str) -> Callable[[float | None], str | None]:
@@ -235,15 +237,15 @@ def _above_zero(high: float, high_open: bool, words: str) -> Callable[[float | N
 _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "layers": _layers_problem,
     "tool_result_budget": _at_least(MIN_TOOL_RESULT_BUDGET, f"must be at least {MIN_TOOL_RESULT_BUDGET}"),
-    "results_kept": _at_least(0, "must be >= 0"),
-    "groups_kept": _at_least(1, "must be >= 1"),
-    "eager_keep": _at_least(0, "must be >= 0"),
+    "results_kept": _at_least(0),
+    "groups_kept": _at_least(1),
+    "eager_keep": _at_least(0),
     "summarizer": _summarizer_problem,
-    "output_reserve": _at_least(0, "must be >= 0"),
-    "safety_buffer": _at_least(0, "must be >= 0"),
+    "output_reserve": _at_least(0),
+    "safety_buffer": _at_least(0),
     "target_ratio": _above_zero(1, True, "must be between 0 and 1 (exclusive)"),
     "trigger_estimator": _estimator_problem,
-    "max_output": _at_least(1, "must be >= 1"),
+    "max_output": _at_least(1),
     "trigger_ratio": _above_zero(1, False, "must be between 0 (exclusive) and 1"),
     "idle_gap_minutes": _above_zero(math.inf, False, "must be > 0 (or omitted: no time trigger)"),
 }
