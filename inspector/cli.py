@@ -356,6 +356,12 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if not any(r.usage for r in transcript.requests):
         raise UserError(f"{args.path} records no token usage: there is nothing to calibrate against")
     result = accuracy(transcript, args.estimator)
+    if not result.requests:
+        reported = sum(1 for r in transcript.requests if r.usage)
+        raise UserError(
+            f"{args.path} records token usage for {reported} request{'' if reported == 1 else 's'}: "
+            "there is no request to predict (one report to learn from, a later one to predict)"
+        )
     if args.json:
         sys.stdout.write(json_text(result) + "\n")
     else:

@@ -29,10 +29,18 @@ def corpus_file(relative: str) -> Path:
     return path
 
 
+CORPUS_DATA = frozenset({"FACTS.json"})
+"""Files of the corpus that are about the transcripts, not transcripts."""
+
+
 def claude_code_corpus() -> list[Path]:
+    """Every Claude Code transcript of the corpus: the JSONL sessions (with their subagent and
+    compaction-call files) and the sessions written as one JSON array of records."""
     if not CORPUS.exists():
         return []
-    return sorted((CORPUS / "claude-code").rglob("*.jsonl"))
+    return sorted((CORPUS / "claude-code").rglob("*.jsonl")) + sorted(
+        (CORPUS / "claude-code-json-array").glob("*.json")
+    )
 
 
 def real_transcripts() -> list[Path]:
@@ -45,5 +53,7 @@ def real_transcripts() -> list[Path]:
         samples / "opencollab-run",
     ]
     if CORPUS.exists():
-        found += sorted(p for p in CORPUS.rglob("*") if p.suffix in (".jsonl", ".json"))
+        found += sorted(
+            p for p in CORPUS.rglob("*") if p.suffix in (".jsonl", ".json") and p.name not in CORPUS_DATA
+        )
     return found

@@ -28,6 +28,8 @@ from inspector.tokens.harness import harness_tokens, opencollab_message_tokens, 
 from sample_sessions import opencollab as sample
 from sample_sessions.opencollab import RUN_DIR, build_run, generate_run, write_final_snapshot
 
+from .conftest import CORPUS_DATA
+
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 CODER = RUN_DIR / "agent_0_coder.json"
@@ -566,8 +568,17 @@ def test_detection_still_picks_the_right_reader_for_other_files(tmp_path: Path) 
     assert detect(chat).format == "generic"
     if not CORPUS.exists():
         pytest.skip(f"the shared corpus is not here ({CORPUS} absent)")
-    expected = {"claude-code": "claude-code", "codex": "codex", "opencode": "opencode"}
-    files = [p for p in sorted(CORPUS.rglob("*")) if p.is_file() and p.suffix in (".jsonl", ".json", ".sql")]
+    expected = {
+        "claude-code": "claude-code",
+        "claude-code-json-array": "claude-code",
+        "codex": "codex",
+        "opencode": "opencode",
+    }
+    files = [
+        p
+        for p in sorted(CORPUS.rglob("*"))
+        if p.is_file() and p.suffix in (".jsonl", ".json", ".sql") and p.name not in CORPUS_DATA
+    ]
     assert len(files) >= 12
     fmt = OpencollabFormat()
     for path in files:

@@ -29,13 +29,15 @@ from inspector.model import (
 from inspector.tokens import OVERHEAD_ID, HeuristicEstimator, calibrate, get_estimator, overhead_message
 from inspector.tokens.calibration import CLEARED_TEXT, apportion
 
+from .conftest import claude_code_corpus
+
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 FA812 = CORPUS / "claude-code" / "spotter-fa812bfe" / "fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
 SKIP = "real transcript corpus not found beside the project (../shared/corpus); present in CI"
 
 
 def corpus_files() -> list[Path]:
-    return sorted((CORPUS / "claude-code").rglob("*.jsonl")) if CORPUS.exists() else []
+    return claude_code_corpus()
 
 
 def need(path: Path) -> Path:

@@ -42,6 +42,7 @@ from msgspec.structs import replace
 
 from inspector.model import (
     CONVERSATION,
+    SEGMENT_EVENTS,
     TOOL_OUTPUT,
     AbandonedBranch,
     Block,
@@ -69,6 +70,7 @@ from .base import (
     MAX_LINE_BYTES,
     MAX_TOKENS,
     LineSplitter,
+    LoaderError,
     Pairing,
     Progress,
     decode_json_line,
@@ -82,6 +84,7 @@ from .base import (
 from .claude_code_lines import Line, TypedMessage, decode, decode_line, too_deep_input
 from .claude_code_lines import blocks as typed_blocks
 from .claude_code_lines import usage as typed_usage
+from .json_array import first_elements, is_array
 
 FORMAT = "claude-code"
 CONVERSATION_TYPES = frozenset({"user", "assistant"})
@@ -104,12 +107,19 @@ KNOWN_TYPES = frozenset(
         "content-replacement",
         "agent-name",
         "agent-setting",
+        "bridge-session",
+        "file-history-delta",
     }
 )
 SNIFF_KEYS = frozenset({"uuid", "parentUuid", "sessionId", "leafUuid", "messageId"})
 TITLE_TYPES = ("summary", "custom-title", "ai-title")
 BOUNDARY_SUBTYPES = ("compact_boundary", "microcompact_boundary")
 """(Tuples: a subtype may be any JSON value, a list included, so it is compared, never hashed.)"""
+BOUNDARY = "compact_boundary"
+SUMMARY_ROOT = "summary_root"
+"""An old-style compaction (early 1.0.x): the summary line is a new root, with no boundary line."""
+NEW_ROOT = "new_root"
+"""A new root that is no summary: a fresh context (plan mode's "clear context and implement")."""
 MAX_REJOIN = 64
 """How many lines may leave the end of the active branch (parallel tool traffic the new line does
 not hang off) for a transcript to still be extended rather than built again."""
@@ -249,6 +259,10 @@ class ClaudeCodeReader:
         for line_no, raw in self._lines.flush():
             self._take(line_no, raw, torn_ok=False)
 
+    def note(self, line: int, reason: str) -> None:
+        """A load issue about the file as a whole (`line` 0) or one of its lines."""
+        self._state.issues.append(LoadIssue(file=self.file, line=line, reason=reason))
+
     @property
     def lines_read(self) -> int:
         return self._lines.lines_seen
@@ -271,7 +285,7 @@ class ClaudeCodeReader:
         uuid = line.uuid
         if rtype not in CONVERSATION_TYPES:
             # most lines of a session (hooks, tool and agent progress, snapshots): a node of the tree
-            key = rtype if rtype != "system" else f"system/{short(line.subtype)}"
+            key = rtype if rtype != "system" else _system_key(line.subtype)
             state.skipped[key if rtype in KNOWN_TYPES else f"unknown:{short(rtype)}"] += 1
             if uuid is not None and uuid not in state.nodes:
                 state.nodes[uuid] = _Node(
@@ -394,7 +408,7 @@ class ClaudeCodeReader:
                 )
                 return
         else:
-            key = rtype if rtype != "system" else f"system/{short(rec.get('subtype'))}"
+            key = rtype if rtype != "system" else _system_key(rec.get("subtype"))
             state.skipped[key if rtype in KNOWN_TYPES else f"unknown:{short(rtype)}"] += 1
         if not isinstance(uuid, str):
             return
@@ -1065,6 +1079,11 @@ class _Built:
     transcript: Transcript
 
 
+_DETACHED = "\x00detached"
+_OTHER_ROOT = "\x00other root"
+"""(Where a stray line's ancestors end, when not on the chain: never a uuid.)"""
+
+
 class _Builder:
     """Turns the nodes read so far into a Transcript."""
 
@@ -1076,6 +1095,10 @@ class _Builder:
         """Set by `build` when the result can be extended (not a sidechain-only file)."""
         self.issues = list(state.issues)
         self.skipped: Counter[str] = Counter(state.skipped)
+        self.starts: dict[str, str] = {}
+        """Roots on the chain that begin a segment without a boundary line, by uuid: their style
+        (`SUMMARY_ROOT`, `NEW_ROOT`)."""
+        self._boundary_cycle = False
 
     # -- the active branch -------------------------------------------------------------------
     def _is_main(self, node: _Node, sidechain_file: bool) -> bool:
@@ -1089,7 +1112,7 @@ class _Builder:
                 return n
         return None
 
-    def _chain(self, leaf: _Node) -> list[_Node]:
+    def _chain(self, leaf: _Node, sidechain_file: bool) -> list[_Node]:
         """Leaf to root, crossing compaction boundaries into the history before them."""
         nodes = self.s.nodes
         chain: list[_Node] = []
@@ -1108,21 +1131,54 @@ class _Builder:
             seen.add(cur.uuid)
             chain.append(cur)
             nxt = nodes.get(cur.parent) if cur.parent else None
-            if (
-                nxt is None
-                and cur.parent is None
-                and cur.record is not None
-                and cur.record.get("subtype") == "compact_boundary"
-            ):
-                nxt = self._before_boundary(cur.record, seen, cur.line)
-            elif nxt is None and cur.parent is not None:
-                # the parent line is not in the file (compacted away, or the file was cut): a root
-                pass
+            rec = cur.record
+            if nxt is None and cur.parent is None and rec is not None:
+                if rec.get("subtype") == "compact_boundary":
+                    nxt = self._before_boundary(rec, seen, cur.line)
+                    if nxt is None and not self._boundary_cycle:
+                        # its logical parent is not in the file (real 2.1 sessions): the history
+                        # before it is the newest main-thread conversation line before it
+                        nxt = self._newest_before(cur, seen, sidechain_file)
+                        if nxt is not None:
+                            self.issues.append(
+                                LoadIssue(
+                                    file=self.file,
+                                    line=cur.line,
+                                    reason=f"compact_boundary's logicalParentUuid "
+                                    f"{short(str(rec.get('logicalParentUuid')))} is not in the file; "
+                                    f"the history before it was taken to end at line {nxt.line} "
+                                    "(the newest main-thread line before the boundary)",
+                                )
+                            )
+                elif cur.type == "user":
+                    # a root in the middle of the file: an old-style compaction (early 1.0: the
+                    # summary line starts the next segment, no boundary) or a fresh context (plan
+                    # mode's "clear context"); the history before it is the newest main-thread
+                    # conversation line before it in file order
+                    summary = bool(rec.get("isCompactSummary"))
+                    nxt = self._newest_before(cur, seen, sidechain_file)
+                    if summary or nxt is not None:
+                        self.starts[cur.uuid] = SUMMARY_ROOT if summary else NEW_ROOT
+            # (a parent that is not in the file, compacted away or cut off: a root)
             cur = nxt
         chain.reverse()
         return chain
 
+    def _newest_before(self, node: _Node, seen: set[str], sidechain_file: bool) -> _Node | None:
+        """The newest main-thread conversation line before `node` in file order, not on the chain
+        yet."""
+        nodes = self.s.nodes
+        kept = self.s.kept
+        i = bisect_left(kept, node.order, key=lambda u: nodes[u].order)
+        while i > 0:
+            i -= 1
+            n = nodes[kept[i]]
+            if n.type in CONVERSATION_TYPES and self._is_main(n, sidechain_file) and n.uuid not in seen:
+                return n
+        return None
+
     def _before_boundary(self, rec: dict[str, Any], seen: set[str], line: int) -> _Node | None:
+        self._boundary_cycle = False
         nodes = self.s.nodes
         meta = rec.get("compactMetadata") if isinstance(rec.get("compactMetadata"), dict) else {}
         assert isinstance(meta, dict)
@@ -1139,6 +1195,7 @@ class _Builder:
             if isinstance(c, str) and c in nodes and c not in seen:
                 return nodes[c]
         if any(isinstance(c, str) and c in seen for c in candidates):
+            self._boundary_cycle = True
             self.issues.append(
                 LoadIssue(
                     file=self.file,
@@ -1158,7 +1215,7 @@ class _Builder:
         conv = [nodes[u] for u in s.kept if nodes[u].type in CONVERSATION_TYPES]
         sidechain_file = bool(conv) and all(n.sidechain for n in conv)
         leaf = self._leaf(sidechain_file)
-        chain = self._chain(leaf) if leaf is not None else []
+        chain = self._chain(leaf, sidechain_file) if leaf is not None else []
         on_chain = {n.uuid for n in chain}
         chain_rids = {rid for n in chain if n.record is not None and (rid := n.rid) and n.type == "assistant"}
         chain_calls = {
@@ -1184,18 +1241,24 @@ class _Builder:
         for n in stray:
             if n.file is not None and n.parent in members:
                 members.add(n.uuid)  # hook output recovered from a compaction call
-        # boundaries on the chain, in chain order
-        ordered = [nodes[u] for u in s.kept if u in members]  # (the other members hold no message)
-        boundaries = [
-            n for n in chain if n.record is not None and n.record.get("subtype") == "compact_boundary"
+        # boundaries on the chain, in chain order (and the roots that begin a segment without one)
+        starts = self.starts
+        ordered = [  # (the other members hold no message; an API error is an event, not a message)
+            n for u in s.kept if u in members and not _is_api_error(n := nodes[u])
         ]
+        boundaries = [
+            n
+            for n in chain
+            if n.record is not None and (n.record.get("subtype") == BOUNDARY or n.uuid in starts)
+        ]
+        api_errors = [n for n in chain if n.record is not None and _is_api_error(n)]
         microcompacts = [
             n for n in chain if n.record is not None and n.record.get("subtype") == "microcompact_boundary"
         ]
         strays = [n for n in stray if n.uuid not in members]
         abandoned = self._abandoned(strays, on_chain)
         transcript = self._assemble(
-            agents, chain, ordered, boundaries, microcompacts, abandoned, sidechain_file
+            agents, chain, ordered, boundaries, microcompacts, api_errors, abandoned, sidechain_file
         )
         if self.built is not None:
             assert leaf is not None
@@ -1215,18 +1278,48 @@ class _Builder:
     def _abandoned(self, strays: list[_Node], on_chain: set[str]) -> list[AbandonedBranch]:
         nodes = self.s.nodes
         by_fork: dict[str, list[_Node]] = defaultdict(list)
+        # where each line's ancestors meet the chain: a fork's uuid, DETACHED (an ancestor's parent
+        # is not in the file) or OTHER_ROOT (a root off the chain); remembered for every line
+        # walked, so each line is walked once however many strays share its ancestors
+        meets: dict[str, str] = {}
+        detached_rids: set[str] = set()
         for n in strays:
+            path: list[str] = []
             cur: _Node | None = n
-            hops = 0
-            while cur is not None and cur.uuid not in on_chain and hops < 100_000:
-                cur = nodes.get(cur.parent) if cur.parent else None
-                hops += 1
-            if cur is None:
+            found: str | None = None
+            while cur is not None:
+                if cur.uuid in on_chain:
+                    found = cur.uuid
+                    break
+                known = meets.get(cur.uuid)
+                if known is not None:
+                    found = known
+                    break
+                if len(path) > len(nodes):  # a cycle off the chain
+                    found = _DETACHED
+                    break
+                path.append(cur.uuid)
+                parent = cur.parent
+                nxt = nodes.get(parent) if parent else None
+                if nxt is None:
+                    found = _DETACHED if parent else _OTHER_ROOT
+                cur = nxt
+            assert found is not None
+            for u in path:
+                meets[u] = found
+            if found in (_DETACHED, _OTHER_ROOT):
                 # hangs off a line that is not in this file (a compaction call's injected reminders,
-                # a file cut at the front): not a fork of this ledger
-                self.skipped["detached (parent not in file)"] += 1
+                # a file cut at the front), or off a root the active branch does not reach: not a
+                # fork of this ledger
+                self.skipped[
+                    "detached (parent not in file)" if found == _DETACHED else "off the active branch (another root)"
+                ] += 1
+                if n.type == "assistant" and n.rid:
+                    detached_rids.add(n.rid)
                 continue
-            by_fork[cur.uuid].append(n)
+            by_fork[found].append(n)
+        if detached_rids:
+            self.skipped["responses in detached lines"] += len(detached_rids)
         out: list[AbandonedBranch] = []
         for fork, ns in by_fork.items():
             ns.sort(key=lambda n: n.order)
@@ -1254,13 +1347,18 @@ class _Builder:
         ordered: list[_Node],
         boundaries: list[_Node],
         microcompacts: list[_Node],
+        api_errors: list[_Node],
         abandoned: list[AbandonedBranch],
         sidechain_file: bool,
     ) -> Transcript:
         memo = self.memo
         acc = _Acc()
-        # segment of each member, by the position of the boundary in file order
-        seg_starts = sorted((b.order, i + 1) for i, b in enumerate(boundaries))
+        starts = self.starts
+        # segment of each member, by the position of the boundary in file order (a root that
+        # begins a segment is its first message: it starts just before itself)
+        seg_starts = sorted(
+            (b.order - 0.5 if b.uuid in starts else b.order, i + 1) for i, b in enumerate(boundaries)
+        )
         # the segment of a node: the last boundary (in file order) before it, found by bisection
         start_orders = [order for order, _ in seg_starts]
         start_segments = [idx for _, idx in seg_starts]
@@ -1308,9 +1406,11 @@ class _Builder:
             after_set = set(after_ids)
             segments[-1].extend(p for p in preserved if p in after_set and p not in segments[-1])
             segments.append(seg_ids)
+            style = starts.get(b.uuid, BOUNDARY)
             events.append(
                 RecordedEvent(
-                    kind=EventKind.COMPACTION,
+                    kind=EventKind.CONTEXT_CLEARED if style == NEW_ROOT else EventKind.COMPACTION,
+                    style=style,
                     trigger=str(meta.get("trigger")) if meta.get("trigger") is not None else None,
                     pre_tokens=_int(meta.get("preTokens")),
                     post_tokens=_int(meta.get("postTokens")),
@@ -1381,13 +1481,26 @@ class _Builder:
                     line=mc.line,
                 )
             )
+        for n in api_errors:
+            assert n.record is not None
+            text = " ".join(b.text for b in n.blocks if isinstance(b, TextBlock)).strip()
+            placed.append(
+                RecordedEvent(
+                    kind=EventKind.API_ERROR,
+                    detail=text or None,
+                    after_request=bisect_left(request_lines, n.line),
+                    timestamp=n.record.get("timestamp") if isinstance(n.record.get("timestamp"), str) else None,
+                    file=self.file,
+                    line=n.line,
+                )
+            )
         placed.sort(key=lambda e: (e.after_request, e.line or 0))
         segment_models = [
             Segment(
                 index=i,
                 message_ids=tuple(ids),
                 started_by=next(
-                    (j for j, e in enumerate(placed) if e.kind is EventKind.COMPACTION and e.segment == i),
+                    (j for j, e in enumerate(placed) if e.kind in SEGMENT_EVENTS and e.segment == i),
                     None,
                 ),
             )
@@ -1738,8 +1851,75 @@ def load_claude_code(
 ) -> Transcript:
     """Read a whole Claude Code transcript file (`progress`: see `feed_file`)."""
     reader = ClaudeCodeReader(path, with_subagents=with_subagents, follow=False)
-    feed_file(reader, path, progress)
+    with Path(path).open("rb") as fh:
+        head = fh.read(64)
+    if is_array(head):
+        feed_array(reader, Path(path))
+    else:
+        feed_file(reader, path, progress)
     return reader.transcript()
+
+
+def _system_key(subtype: Any) -> str:
+    """How a system line is counted: by its subtype (`system/informational`); early 1.0 hook
+    lines have none (`system`)."""
+    return "system" if subtype is None else f"system/{short(subtype)}"
+
+
+def _is_record(rec: Any) -> bool:
+    """Whether a decoded value has a Claude Code record's envelope (a known `type`, a tree key)."""
+    if not isinstance(rec, dict):
+        return False
+    rtype = rec.get("type")
+    return isinstance(rtype, str) and rtype in KNOWN_TYPES and not SNIFF_KEYS.isdisjoint(rec)
+
+
+def feed_array(reader: ClaudeCodeReader, path: Path) -> None:
+    """Feed a JSON array of records (`json_array`) to the reader, one record a line: the line
+    numbers its load issues name count records. An array that breaks off (a copy torn while it
+    was written) gives the records before the break, and a load issue that says where."""
+    data = path.read_bytes()
+    records: list[Any]
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        records, stop = _array_prefix(data)
+        reader.note(
+            0,
+            f"the JSON array breaks off at byte {stop:,} ({exc}); read the {len(records):,} records before it",
+        )
+    else:
+        if not isinstance(value, list):
+            raise LoaderError(f"{path} holds a JSON {type(value).__name__}, not an array of records")
+        records = value
+    batch: list[bytes] = []
+    for rec in records:
+        try:
+            batch.append(orjson.dumps(rec))
+        except (TypeError, orjson.JSONEncodeError):  # (too deep to encode again)
+            batch.append(b"\x00")  # a line the reader reports as broken, at its own number
+        if len(batch) >= 4096:
+            reader.feed(b"\n".join(batch) + b"\n")
+            batch.clear()
+    if batch:
+        reader.feed(b"\n".join(batch) + b"\n")
+    reader.finish()
+
+
+def _array_prefix(data: bytes) -> tuple[list[Any], int]:
+    """The whole elements at the front of a broken JSON array, and the byte where it breaks."""
+    text = data.decode("utf-8", errors="replace")
+    decoder = json.JSONDecoder()
+    out: list[Any] = []
+    pos = text.find("[") + 1
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            return out, len(text[:pos].encode("utf-8", errors="replace"))
+        out.append(value)
 
 
 class ClaudeCodeFormat:
@@ -1750,13 +1930,14 @@ class ClaudeCodeFormat:
     def sniff(self, path: Path, head: bytes) -> bool:
         if path.is_dir():
             return False
+        if is_array(head):  # a JSON array of records (`json_array`): judged by its first elements
+            return any(_is_record(e) for e in first_elements(head))
         for raw in head.split(b"\n")[:50]:
             issues: list[LoadIssue] = []
             rec = decode_json_line(raw, str(path), 0, issues)
             if rec is None:
                 continue
-            rtype = rec.get("type")
-            if isinstance(rtype, str) and rtype in KNOWN_TYPES and not SNIFF_KEYS.isdisjoint(rec):
+            if _is_record(rec):
                 return True
             if "payload" in rec or "role" in rec:
                 return False

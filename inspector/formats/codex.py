@@ -490,6 +490,14 @@ class CodexReader:
         """A token_count: the usage of the model call that just finished."""
         s = self._s
         key = (info.get("last_token_usage"), info.get("total_token_usage"))
+        if key != s.last_info and (
+            usage.context + usage.output == 0
+            or (s.last_info is not None and key[1] is not None and key[1] == s.last_info[1])
+        ):
+            # all zero, or a total that did not move: no model call was made (a real rollout
+            # reports one just before its `compacted` record), so no request
+            s.skipped["event_msg/token_count (no new call)"] += 1
+            return
         if not s.reported and s.requests and s.requests[-1].usage is None:
             s.requests[-1] = replace(s.requests[-1], usage=usage)
         elif s.requests and key == s.last_info:

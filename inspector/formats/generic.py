@@ -44,6 +44,7 @@ from inspector.model import (
 )
 
 from .base import LoaderError, Progress, describe, pairing_issues, too_deep, too_deep_reason
+from .json_array import first_elements
 
 FORMAT = "generic"
 ROLES: dict[str, Role] = {
@@ -398,7 +399,16 @@ class GenericChatFormat:
                 pass  # broken (cut short, bad bytes): judged by its opening, and load() says where it breaks
         # larger than the head: judge by its opening
         if body.startswith(b"["):
-            return _ARRAY_START.match(body) is not None and _ROLE_KEY.search(body) is not None
+            # by its first elements, never by a "role" key anywhere in the head (a Claude Code
+            # record array holds roles inside its messages)
+            if _ARRAY_START.match(body) is None:
+                return False
+            elements = first_elements(body)
+            if elements:
+                return _looks_like_chat(elements)
+            # its first element does not decode (broken bytes): judged by a role key, and load()
+            # says where it breaks
+            return _ROLE_KEY.search(body) is not None
         first_line = body.split(b"\n", 1)[0]
         try:
             orjson.loads(first_line)

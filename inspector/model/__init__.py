@@ -14,6 +14,7 @@ from .message import (
     SourceKind,
 )
 from .transcript import (
+    SEGMENT_EVENTS,
     AbandonedBranch,
     EventKind,
     LoadIssue,
@@ -29,6 +30,7 @@ __all__ = [
     "CONVERSATION",
     "DEFAULT_PRIORITY",
     "PIN_FLOOR",
+    "SEGMENT_EVENTS",
     "TOOL_OUTPUT",
     "AbandonedBranch",
     "Block",

@@ -51,12 +51,27 @@ class EventKind(StrEnum):
     COMPACTION = "compaction"
     MICROCOMPACT = "microcompact"
     LAYER_FIRED = "layer_fired"
+    CONTEXT_CLEARED = "context_cleared"
+    """The harness began a fresh context without summarizing (plan mode's "clear context and
+    implement"): a new ledger segment, like a compaction, but nothing was folded into a summary."""
+    API_ERROR = "api_error"
+    """A model call that failed (overloaded, rate limit, prompt too long): not a request."""
+
+
+SEGMENT_EVENTS = frozenset({EventKind.COMPACTION, EventKind.CONTEXT_CLEARED})
+"""The recorded events that begin a ledger segment."""
 
 
 class RecordedEvent(Struct, frozen=True, kw_only=True):
     """Something the harness itself recorded doing to its context."""
 
     kind: EventKind
+    style: str | None = None
+    """How the harness wrote a compaction: `compact_boundary` (a boundary line), `summary_root`
+    (early Claude Code 1.0: the summary line is a new root), `new_root` (a fresh context), or
+    the format's own record (`compacted`, a summary message)."""
+    detail: str | None = None
+    """What the harness said of it (an API error's text)."""
     trigger: str | None = None
     pre_tokens: int | None = None
     post_tokens: int | None = None

@@ -77,15 +77,39 @@ def render_report(report: Report) -> RenderableType:
                 justify="right" if col in ("after request", "pre tokens", "post / saved", "line") else "left",
             )
         for e in report.recorded_events:
+            what = e.kind + (f" ({e.layer})" if e.layer else "") + (f" · {e.style}" if e.style else "")
+            if e.detail:
+                what += ": " + e.detail
+            pre = _n(e.pre_tokens)
+            if e.pre_tokens is None and e.kind == "compaction" and 0 < e.after_request <= len(report.requests):
+                # not recorded (an old-style compaction): the last request's context, said to be inferred
+                pre = f"{report.requests[e.after_request - 1].context_tokens:,} (inferred)"
             ev.add_row(
-                _text(e.kind + (f" ({e.layer})" if e.layer else "")),
+                Text(one_line(what, 100)),
                 Text(visible(e.trigger or "—", newlines=False)),
                 str(e.after_request),
-                _n(e.pre_tokens),
+                pre,
                 _n(e.post_tokens if e.post_tokens is not None else e.tokens_saved),
                 _n(e.line),
             )
         parts.append(ev)
+
+    if len(report.segment_starts) > 1:
+        seg = Table(title="Ledger segments", title_justify="left")
+        for col in ("segment", "first request", "requests", "begun by"):
+            seg.add_column(col, justify="left" if col == "begun by" else "right")
+        for row in report.segment_starts:
+            begun = "the session's start"
+            if row.started_by is not None:
+                begun = row.started_by + (f" · {row.style}" if row.style else "")
+                begun += f" · trigger {row.trigger}" if row.trigger else " · trigger not recorded"
+            seg.add_row(
+                str(row.index),
+                _n(row.first_request),
+                f"{row.requests:,}",
+                Text(visible(begun, newlines=False)),
+            )
+        parts.append(seg)
 
     if report.layers is not None:
         b = report.budget

@@ -60,6 +60,14 @@ class EventRow(Struct, kw_only=True):
     """Something the harness recorded doing to its context (a compaction, a microcompact, a fired layer)."""
 
     kind: str
+    style: Annotated[
+        str | None,
+        Meta(
+            description="how the harness wrote a compaction: compact_boundary, summary_root (early Claude "
+            "Code 1.0: the summary is a new root), new_root (a fresh context), or the format's own record"
+        ),
+    ] = None
+    detail: Annotated[str | None, Meta(description="what the harness said of it (an API error's text)")] = None
     trigger: str | None
     pre_tokens: int | None
     post_tokens: int | None
@@ -70,6 +78,19 @@ class EventRow(Struct, kw_only=True):
     layer: str | None
     call_file: Annotated[str | None, Meta(description="the file holding the compaction's own model call")]
     line: int | None
+
+
+class SegmentRow(Struct, kw_only=True):
+    """A stretch of the ledger between compactions (or fresh contexts)."""
+
+    index: int
+    first_request: Annotated[int | None, Meta(description="its first request; None: it has none")]
+    requests: int
+    started_by: Annotated[
+        str | None, Meta(description="the kind of the recorded event that began it (None: the first)")
+    ]
+    style: Annotated[str | None, Meta(description="that event's style (see recorded_events)")]
+    trigger: str | None
 
 
 class SubagentRow(Struct, kw_only=True):
@@ -161,6 +182,9 @@ class Report(Struct, kw_only=True):
     cumulative_tokens: int
     recorded_events: list[EventRow]
     segments: int
+    segment_starts: Annotated[
+        list[SegmentRow], Meta(description="each segment: its first request and what began it")
+    ]
     subagents: list[SubagentRow]
     abandoned_branches: list[AbandonedRow]
     skipped: dict[str, int]
@@ -353,6 +377,8 @@ def build_report(
         recorded_events=[
             EventRow(
                 kind=e.kind.value,
+                style=e.style,
+                detail=e.detail,
                 trigger=e.trigger,
                 pre_tokens=e.pre_tokens,
                 post_tokens=e.post_tokens,
@@ -367,6 +393,7 @@ def build_report(
             for e in transcript.events
         ],
         segments=len(transcript.segments),
+        segment_starts=_segment_rows(transcript),
         subagents=[
             SubagentRow(
                 agent_id=s.agent_id,
@@ -389,3 +416,26 @@ def build_report(
         load_issues=[IssueRow(file=i.file, line=i.line, reason=i.reason) for i in transcript.load_issues],
         budget=budget,
     )
+
+
+def _segment_rows(transcript: Transcript) -> list[SegmentRow]:
+    """Each ledger segment with its first request and the recorded event that began it."""
+    first: dict[int, int] = {}
+    count: dict[int, int] = {}
+    for r in transcript.requests:
+        first.setdefault(r.segment, r.index)
+        count[r.segment] = count.get(r.segment, 0) + 1
+    rows = []
+    for seg in transcript.segments:
+        event = transcript.events[seg.started_by] if seg.started_by is not None else None
+        rows.append(
+            SegmentRow(
+                index=seg.index,
+                first_request=first.get(seg.index),
+                requests=count.get(seg.index, 0),
+                started_by=event.kind.value if event is not None else None,
+                style=event.style if event is not None else None,
+                trigger=event.trigger if event is not None else None,
+            )
+        )
+    return rows
