@@ -29,6 +29,7 @@ How a file becomes a ledger (DESIGN.md §4, notes/claude-code-transcripts.md §2
 from __future__ import annotations
 
 import json
+import re
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -71,6 +72,7 @@ from .base import (
     MAX_TOKENS,
     LineSplitter,
     LoaderError,
+    Overlong,
     Pairing,
     Progress,
     decode_json_line,
@@ -115,6 +117,14 @@ SNIFF_KEYS = frozenset({"uuid", "parentUuid", "sessionId", "leafUuid", "messageI
 TITLE_TYPES = ("summary", "custom-title", "ai-title")
 BOUNDARY_SUBTYPES = ("compact_boundary", "microcompact_boundary")
 """(Tuples: a subtype may be any JSON value, a list included, so it is compared, never hashed.)"""
+MAX_BROKEN_GAP = 64
+"""How many lines after a broken line a line whose parent is missing is taken to hang off it."""
+SALVAGE_BYTES = 4096
+"""How far into a broken line its `parentUuid` and `isSidechain` are looked for (they come first)."""
+_UUID_RE = rb'"([0-9A-Za-z][0-9A-Za-z_.:-]{0,127})"'
+_UUID_KEY = re.compile(rb'"uuid"\s*:\s*' + _UUID_RE)
+_PARENT_KEY = re.compile(rb'"parentUuid"\s*:\s*(?:' + _UUID_RE + rb"|(null))")
+_SIDECHAIN_KEY = re.compile(rb'"isSidechain"\s*:\s*true')
 BOUNDARY = "compact_boundary"
 SUMMARY_ROOT = "summary_root"
 """An old-style compaction (early 1.0.x): the summary line is a new root, with no boundary line."""
@@ -161,6 +171,8 @@ class _State:
     skipped: Counter[str] = field(default_factory=Counter)
     title: str | None = None
     session_id: str | None = None
+    broken: list[int] = field(default_factory=list)
+    """Line numbers of the lines that did not decode (`ClaudeCodeReader._salvage`)."""
 
 
 @dataclass
@@ -340,6 +352,36 @@ class ClaudeCodeReader:
         self._last_usage = (u, made)
         return made
 
+    def _salvage(self, line_no: int, raw: bytes | Overlong) -> None:
+        """A line that does not decode (torn, bad bytes, NaN): its message is lost, but the tree
+        must not be. Where its own `uuid` and `parentUuid` can still be read from its bytes, it
+        stays in the tree as a node without a message, so the lines after it still reach the lines
+        before it; where they cannot (a torn line loses its tail, and `uuid` comes after the
+        message), `_Builder._chain` links across it by file order (`broken`)."""
+        state = self._state
+        state.broken.append(line_no)
+        if type(raw) is not bytes:
+            return
+        head = raw[:SALVAGE_BYTES]
+        uuid = _UUID_KEY.search(raw)
+        parent = _PARENT_KEY.search(head)
+        if uuid is None or parent is None:
+            return
+        u = uuid.group(1).decode("ascii")
+        if u in state.nodes:
+            return
+        p = parent.group(1)  # (None: `"parentUuid": null`)
+        state.nodes[u] = _Node(
+            u,
+            p.decode("ascii") if p is not None else None,
+            "broken",
+            line_no,
+            self._count,
+            _SIDECHAIN_KEY.search(head) is not None,
+        )
+        self._count += 1
+        state.order.append(u)
+
     def _duplicate(self, line_no: int, uuid: str) -> None:
         first = self._state.nodes[uuid]
         self._state.issues.append(
@@ -358,6 +400,8 @@ class ClaudeCodeReader:
         # snapshots are the bulk of the deep-looking lines) is only counted, never recursed into
         rec = decode_json_line(raw, self.file, line_no, state.issues, depth=False)
         if rec is None:
+            if len(state.issues) > before:  # broken, not blank: it costs itself, not its children
+                self._salvage(line_no, raw)
             if not torn_ok and len(state.issues) > before:
                 last = state.issues[-1]
                 state.issues[-1] = LoadIssue(
@@ -710,6 +754,7 @@ def _with_recovered_context(state: _State, calls: list[Path]) -> _State:
         skipped=state.skipped,
         title=state.title,
         session_id=state.session_id,
+        broken=state.broken,
     )
 
 
@@ -1159,10 +1204,30 @@ class _Builder:
                     nxt = self._newest_before(cur, seen, sidechain_file)
                     if summary or nxt is not None:
                         self.starts[cur.uuid] = SUMMARY_ROOT if summary else NEW_ROOT
+            elif nxt is None and cur.parent is not None and (broken := self._broken_before(cur)):
+                # its parent is a line this reader could not read (torn, with its uuid cut off):
+                # the history before it goes on at the newest main-thread line before it
+                nxt = self._newest_before(cur, seen, sidechain_file)
+                if nxt is not None:
+                    self.issues.append(
+                        LoadIssue(
+                            file=self.file,
+                            line=broken,
+                            reason=f"line {cur.line} hangs off this line, which could not be read; it was "
+                            f"linked to line {nxt.line}, the newest main-thread line before it",
+                        )
+                    )
             # (a parent that is not in the file, compacted away or cut off: a root)
             cur = nxt
         chain.reverse()
         return chain
+
+    def _broken_before(self, node: _Node) -> int | None:
+        """The line that could not be read just before `node` (at most `MAX_BROKEN_GAP` lines
+        before it), which its missing parent is taken to be; None where there is none."""
+        broken = self.s.broken
+        i = bisect_left(broken, node.line)
+        return broken[i - 1] if i > 0 and node.line - broken[i - 1] <= MAX_BROKEN_GAP else None
 
     def _newest_before(self, node: _Node, seen: set[str], sidechain_file: bool) -> _Node | None:
         """The newest main-thread conversation line before `node` in file order, not on the chain

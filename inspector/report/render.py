@@ -98,15 +98,15 @@ def render_report(report: Report) -> RenderableType:
         seg = Table(title="Ledger segments", title_justify="left")
         for col in ("segment", "first request", "requests", "begun by"):
             seg.add_column(col, justify="left" if col == "begun by" else "right")
-        for row in report.segment_starts:
+        for srow in report.segment_starts:
             begun = "the session's start"
-            if row.started_by is not None:
-                begun = row.started_by + (f" · {row.style}" if row.style else "")
-                begun += f" · trigger {row.trigger}" if row.trigger else " · trigger not recorded"
+            if srow.started_by is not None:
+                begun = srow.started_by + (f" · {srow.style}" if srow.style else "")
+                begun += f" · trigger {srow.trigger}" if srow.trigger else " · trigger not recorded"
             seg.add_row(
-                str(row.index),
-                _n(row.first_request),
-                f"{row.requests:,}",
+                str(srow.index),
+                _n(srow.first_request),
+                f"{srow.requests:,}",
                 Text(visible(begun, newlines=False)),
             )
         parts.append(seg)
