@@ -44,7 +44,6 @@ from msgspec.structs import replace
 from inspector.model import (
     CONVERSATION,
     SEGMENT_EVENTS,
-    TOOL_OUTPUT,
     AbandonedBranch,
     Block,
     EventKind,
@@ -58,7 +57,6 @@ from inspector.model import (
     Role,
     Segment,
     Source,
-    SourceKind,
     SubagentRef,
     TextBlock,
     ToolCallBlock,
@@ -86,6 +84,7 @@ from .base import (
 from .claude_code_lines import Line, TypedMessage, decode, decode_line, too_deep_input
 from .claude_code_lines import blocks as typed_blocks
 from .claude_code_lines import usage as typed_usage
+from .claude_code_sources import Classifier
 from .json_array import first_elements, is_array
 
 FORMAT = "claude-code"
@@ -180,8 +179,8 @@ class _Memo:
     """Built messages and requests, keyed by uuid, so building again after an append only makes
     what is new (a followed session rebuilds its transcript at every update)."""
 
-    users: dict[str, tuple[bool, tuple[Block, ...], Message]] = field(default_factory=dict)
-    """uuid -> (first task?, blocks it was built from, the message)."""
+    users: dict[str, tuple[Source, tuple[Block, ...], Message]] = field(default_factory=dict)
+    """uuid -> (its source, blocks it was built from, the message)."""
     responses: dict[str, tuple[tuple[tuple[Block, ...], ...], str | None, Message]] = field(
         default_factory=dict
     )
@@ -939,27 +938,6 @@ def _problems(rec: dict[str, Any], is_boundary: bool) -> list[str]:
     return out
 
 
-def _source_for(rec: dict[str, Any], blocks: tuple[Block, ...], first_task: bool) -> Source:
-    if rec.get("isCompactSummary"):
-        return Source.of(SourceKind.SUMMARY, "compaction summary")
-    if rec.get("type") == "assistant":
-        return CONVERSATION
-    if blocks and all(isinstance(b, ToolResultBlock | MediaBlock) for b in blocks):
-        return TOOL_OUTPUT
-    text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
-    if rec.get("_recovered"):
-        return Source.of(SourceKind.CONVERSATION, "hook output (recovered from the compaction call)")
-    if rec.get("isMeta"):
-        if "Base directory for this skill" in text:
-            return Source.of(SourceKind.SKILL, "skill body")
-        if "CLAUDE.md" in text or "claudeMd" in text or "AGENTS.md" in text:
-            return Source.of(SourceKind.PROJECT_INSTRUCTIONS, "CLAUDE.md memory")
-        return Source.of(SourceKind.CONVERSATION, "injected by the harness")
-    if first_task:
-        return Source.of(SourceKind.TASK, "first user task")
-    return CONVERSATION
-
-
 def _answers(n: _Node) -> list[str]:
     """The tool call ids a user line's tool results answer (empty if it holds anything else)."""
     blocks = n.blocks
@@ -996,7 +974,8 @@ class _Group:
     blocks: list[tuple[Block, ...]]
     rid: str | None
     """The response id (assistant groups only)."""
-    first_task: bool = False
+    source: Source = CONVERSATION
+    """A user line's source, named when it was read (`claude_code_sources.Classifier`)."""
 
 
 _RequestFields = tuple[int, str, str | None, Usage | None, int, int, str | None, str | None]
@@ -1025,7 +1004,8 @@ class _Acc:
     usage_by_rid: dict[str, Usage] = field(default_factory=dict)
     model_by_rid: dict[str, str] = field(default_factory=dict)
     stop_by_rid: dict[str, str] = field(default_factory=dict)
-    first_task_done: bool = False
+    sources: Classifier = field(default_factory=Classifier)
+    """Names each user line's source, in ledger order (`claude_code_sources`)."""
     groups: list[_Group] = field(default_factory=list)
     group_of_rid: dict[str, int] = field(default_factory=dict)
 
@@ -1069,14 +1049,7 @@ class _Acc:
             self.group_of_rid[rid] = len(self.groups)
             self.groups.append(_Group([n], [blocks], rid))
             return len(self.groups) - 1
-        is_human = (
-            not rec.get("isMeta")
-            and not rec.get("isCompactSummary")
-            and not (blocks and all(isinstance(b, ToolResultBlock | MediaBlock) for b in blocks))
-        )
-        self.groups.append(_Group([n], [blocks], None, is_human and not self.first_task_done))
-        if is_human:
-            self.first_task_done = True
+        self.groups.append(_Group([n], [blocks], None, self.sources.source(rec, blocks)))
         return len(self.groups) - 1
 
 
@@ -1428,6 +1401,8 @@ class _Builder:
         start_orders = [order for order, _ in seg_starts]
         start_segments = [idx for _, idx in seg_starts]
         for n in ordered:
+            if starts.get(n.uuid) == NEW_ROOT:
+                acc.sources.new_context()  # a fresh context: its first human prompt is a task
             acc.take(n)
         messages: list[Message] = []
         msg_segment: dict[str, int] = {}
@@ -1665,14 +1640,14 @@ class _Builder:
             return m
         blocks = g.blocks[0]
         hit_u = memo.users.get(n.uuid)
-        if hit_u is not None and hit_u[0] == g.first_task and hit_u[1] is blocks:
+        if hit_u is not None and hit_u[0] is g.source and hit_u[1] is blocks:
             return hit_u[2]
         m = Message(
             id=n.uuid,
             role=Role.USER,
             blocks=blocks,
             timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
-            source=_source_for(rec, blocks, first_task=g.first_task),
+            source=g.source,
             sidechain=n.sidechain,
             agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
             origin=Origin(file=n.file or self.file, line=n.line),
@@ -1680,7 +1655,7 @@ class _Builder:
             is_summary=bool(rec.get("isCompactSummary")),
         )
         if memo.keep:
-            memo.users[n.uuid] = (g.first_task, blocks, m)
+            memo.users[n.uuid] = (g.source, blocks, m)
         return m
 
     def _inline_subagents(self) -> list[SubagentRef]:
