@@ -32,7 +32,12 @@ HOUR_MS = 3_600_000
 SESSIONS: dict[str, dict[str, Any]] = {
     # id: title, token factor, time shift, requests, contexts
     THIRD: {"title": "Third copy: one answer", "factor": 100, "shift": 2 * HOUR_MS, "contexts": [15_000]},
-    SECOND: {"title": "Second copy, ten times the tokens", "factor": 10, "shift": HOUR_MS, "contexts": [1_200, 1_500]},
+    SECOND: {
+        "title": "Second copy, ten times the tokens",
+        "factor": 10,
+        "shift": HOUR_MS,
+        "contexts": [1_200, 1_500],
+    },
     ORIGINAL: {"title": "The command printed fixture.", "factor": 1, "shift": 0, "contexts": [120, 150]},
 }
 NEWEST_FIRST = [THIRD, SECOND, ORIGINAL]
@@ -60,7 +65,9 @@ def _shift_times(data: dict[str, Any], shift: int) -> None:
 
 def _copy_session(con: sqlite3.Connection, new: str, title: str, factor: int, shift: int, tag: str) -> None:
     cols = [r[1] for r in con.execute("PRAGMA table_info(session)")]
-    row = dict(zip(cols, con.execute("SELECT * FROM session WHERE id = ?", (ORIGINAL,)).fetchone(), strict=True))
+    row = dict(
+        zip(cols, con.execute("SELECT * FROM session WHERE id = ?", (ORIGINAL,)).fetchone(), strict=True)
+    )
     row.update(id=new, title=title, slug=f"copy-{tag}")
     row["time_created"] += shift
     row["time_updated"] += shift
@@ -74,7 +81,8 @@ def _copy_session(con: sqlite3.Connection, new: str, title: str, factor: int, sh
     ids = {mid for (mid,) in con.execute("SELECT id FROM message WHERE session_id = ?", (ORIGINAL,))}
     renamed = {mid: mid[:-4] + tag for mid in ids}
     for mid, created, updated, data in con.execute(
-        "SELECT id, time_created, time_updated, data FROM message WHERE session_id = ? ORDER BY id", (ORIGINAL,)
+        "SELECT id, time_created, time_updated, data FROM message WHERE session_id = ? ORDER BY id",
+        (ORIGINAL,),
     ).fetchall():
         if not keep_all and mid == TOOL_CALL_MESSAGE:
             continue

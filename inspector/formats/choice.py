@@ -127,9 +127,7 @@ def _candidates(folder: Path) -> list[Path]:
     """`*.jsonl` files of `folder` (not `agent-*`), and `rollout-*.jsonl` in its `YYYY/MM/DD` folders."""
     found: list[Path] = []
     try:
-        found.extend(
-            p for p in folder.glob("*.jsonl") if not p.name.startswith("agent-") and p.is_file()
-        )
+        found.extend(p for p in folder.glob("*.jsonl") if not p.name.startswith("agent-") and p.is_file())
         level = [folder]
         for _ in range(CODEX_DAY_DEPTH):
             level = [d for f in level for d in f.iterdir() if d.name.isdigit() and d.is_dir()]
@@ -182,5 +180,9 @@ def pick_in_folder(folder: Path, session: str | None) -> Choice | None:
             raise LoaderError(f"session {short(wanted)!r} is in several files of {folder}: {files}; open one")
         chosen = next(s for s in found if s.id == wanted)
     return Choice(
-        path=chosen.path, format=chosen.format, session_id=None, sessions=len(found), named=session is not None
+        path=chosen.path,
+        format=chosen.format,
+        session_id=None,
+        sessions=len(found),
+        named=session is not None,
     )

@@ -89,7 +89,9 @@ def choose(path: str | os.PathLike[str], session: str | None = None) -> Choice:
         try:
             ids = [s.id for s in list_sessions(p)]
         except LoaderError:  # one JSON record: the store it sits in is found when it is read
-            return Choice(path=p, format=reader.format, session_id=session, sessions=1, named=session is not None)
+            return Choice(
+                path=p, format=reader.format, session_id=session, sessions=1, named=session is not None
+            )
         sid = match_session(ids, session, f"opencode {p}") if session is not None else None
         return Choice(path=p, format=reader.format, session_id=sid, sessions=len(ids), named=sid is not None)
     return Choice(path=p, format=reader.format, session_id=session, sessions=1, named=session is not None)

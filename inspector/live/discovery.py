@@ -482,7 +482,9 @@ def _opencode_db(path: Path, st: os.stat_result, now: datetime) -> list[SessionI
         sizes: dict[str, int] = {}
         try:
             counts: dict[str, int] | None = _opencode_requests(con)
-            for sid, size in con.execute("SELECT session_id, sum(length(data)) FROM message GROUP BY session_id"):
+            for sid, size in con.execute(
+                "SELECT session_id, sum(length(data)) FROM message GROUP BY session_id"
+            ):
                 sizes[sid] = int(size or 0)
             for sid, size in con.execute(
                 "SELECT session_id, sum(length(data)) FROM part GROUP BY session_id"
