@@ -170,6 +170,7 @@ def test_the_app_opens_the_named_session(
     flag = "--follow" if follow else "--no-follow"
     assert main([str(db), "--session", "ses_f0de500f8ffd", flag]) == 0
     assert main([str(db), flag]) == 0
+    assert main([str(db.parent), "--session", ORIGINAL, flag]) == 0  # the folder holding it
     got = [
         (
             t.session_id if t else None,
@@ -178,7 +179,11 @@ def test_the_app_opens_the_named_session(
         )
         for t, f in opened
     ]
-    assert got == [(SECOND, [1_200, 1_500], follow), (THIRD, [15_000], follow)]
+    assert got == [
+        (SECOND, [1_200, 1_500], follow),
+        (THIRD, [15_000], follow),
+        (ORIGINAL, [120, 150], follow),
+    ]
     assert fingerprint(db.parent) == before  # read, never written (no -wal, no -shm beside it)
 
 
@@ -319,3 +324,40 @@ def test_match_session_rules() -> None:
         match_session(many, "nope", "x")
     with pytest.raises(LoaderError, match=r"^no session 'x' in y: it holds no session$"):
         match_session([], "x", "y")
+
+
+def test_a_json_storage_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The older opencode layout: sessions are files of a storage folder, chosen the same way."""
+    from .test_formats_opencode import write_storage
+
+    storage = write_storage(tmp_path / "opencode")
+    newest = report(capsys, str(storage))
+    assert (newest["session_id"], newest["sessions_in_source"], newest["session_chosen"]) == (
+        "ses_main",
+        3,
+        "newest",
+    )
+    old = report(capsys, str(storage), "--session", "ses_o")
+    assert (old["session_id"], old["requests"], old["session_chosen"]) == ("ses_old", [], "named")
+    line = one_line_error(capsys, ["report", str(storage), "--session", "ses_"])
+    assert line.endswith("3 sessions begin with it: ses_child, ses_main, ses_old")
+
+
+@pytest.mark.parametrize("flag", ["--follow", "--no-follow"])
+def test_the_app_opens_a_session_of_a_folder(
+    claude_project: Path, flag: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[tuple[str, int, bool]] = []
+
+    def run_app(transcript: Transcript | None, *args: Any, follower: Any = None, **kwargs: Any) -> None:
+        assert transcript is not None
+        opened.append((transcript.path, len(transcript.requests), follower is not None))
+
+    monkeypatch.setattr("inspector.tui.run_app", run_app)
+    assert main([str(claude_project), "--session", "ba79", flag]) == 0
+    assert main([str(claude_project), flag]) == 0
+    follow = flag == "--follow"
+    assert opened == [
+        (str(claude_project / "ba79134d.jsonl"), 24, follow),
+        (str(claude_project / "c45af7b1.jsonl"), 12, follow),
+    ]

@@ -320,3 +320,16 @@ async def test_each_session_of_an_opencode_database_is_a_row_that_opens_it(fake_
             assert [r.usage.context for r in main.transcript.requests if r.usage] == SESSIONS[sid]["contexts"]
             await pilot.press("s")
             await wait_until(pilot, lambda: loaded(app), "the picker again")
+
+
+def test_an_untitled_session_of_a_database_shows_its_id() -> None:
+    from inspector.tui.picker import session_row
+
+    db = Path("/data/opencode/opencode.db")
+    rows = [
+        SessionInfo(harness="opencode", path=db, last_activity=NOW, session_id="ses_abc\x1b[2J"),
+        SessionInfo(harness="opencode", path=db, last_activity=NOW, session_id="ses_def", title="named"),
+        SessionInfo(harness="claude-code", path=Path("/p/s1.jsonl"), last_activity=NOW, session_id="s1"),
+    ]
+    titles = [session_row(i, r, NOW, None).title for i, r in enumerate(rows)]
+    assert titles == ["(untitled) ses_abc\\x1b[2J", "named", "(untitled)"]

@@ -84,8 +84,9 @@ def choose(path: str | os.PathLike[str], session: str | None = None) -> Choice:
             raise
         return found
     if reader.format == "opencode":
-        from .opencode import list_sessions
+        from .opencode import database_in, list_sessions
 
+        p = (database_in(p) or p) if p.is_dir() else p  # (a folder holding a database: the database)
         try:
             ids = [s.id for s in list_sessions(p)]
         except LoaderError:  # one JSON record: the store it sits in is found when it is read

@@ -1046,6 +1046,9 @@ def _db_in(folder: Path) -> Path | None:
     return next((p for p in others if p.is_file() and _is_opencode_db(p)), None)
 
 
+database_in = _db_in
+
+
 def _storage_in(folder: Path) -> Path | None:
     for root in (folder / "storage", folder):
         if _is_storage(root):

@@ -7,8 +7,8 @@ notes/opencode-codex.md A5/B1, notes/opencollab.md §5):
   and anything under `<session>/subagents/`, are parts of a session, not sessions).
 - Codex: `$CODEX_HOME/sessions` or `~/.codex/sessions`, `YYYY/MM/DD/rollout-*.jsonl`.
 - opencode: `$XDG_DATA_HOME/opencode` or `~/.local/share/opencode`: `opencode*.db` (one entry per
-  session, read through a read-only SQLite URI; one entry for the whole database when it cannot be
-  read), and the older JSON layouts `storage/session/<project>/<ses>.json` and
+  session, its requests counted as the reader counts them, read through a read-only SQLite URI; one
+  entry for the whole database when it cannot be read), and the older JSON layouts `storage/session/<project>/<ses>.json` and
   `project/<slug>/storage/session/info/<ses>.json`.
 - OpenCollab: `.opencollab/sessions/<run>/agent_*.json` below the current folder.
 

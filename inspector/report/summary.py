@@ -198,7 +198,10 @@ class Report(Struct, kw_only=True):
     ] = None
     session_chosen: Annotated[
         str | None,
-        Meta(description='with sessions_in_source: "named" (--session ID) or "newest" (no --session)'),
+        Meta(
+            description='with sessions_in_source: "named" (--session ID) or "newest" (no --session: the '
+            "newest session; in opencode, the newest one that is not a subagent's)"
+        ),
     ] = None
 
 
