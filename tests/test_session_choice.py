@@ -361,3 +361,15 @@ def test_the_app_opens_a_session_of_a_folder(
         (str(claude_project / "ba79134d.jsonl"), 24, follow),
         (str(claude_project / "c45af7b1.jsonl"), 12, follow),
     ]
+
+
+def test_a_file_that_records_no_session_id_has_none_to_choose(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]))
+    assert load(chat).session_id is None
+    line = one_line_error(capsys, ["report", str(chat), "--session", "x"])
+    assert line == (
+        f"context-inspector: {chat} is one session that records no id: there is no session to choose with --session"
+    )

@@ -103,7 +103,11 @@ def check_named(transcript: Transcript, session: str | None, path: str | os.Path
     file that is one session: its recorded id, or a prefix of it, names it)."""
     if session is None or transcript.sessions_in_source is not None:
         return
-    match_session([transcript.session_id] if transcript.session_id else [], session, str(path))
+    if not transcript.session_id:
+        raise LoaderError(
+            f"{path} is one session that records no id: there is no session to choose with --session"
+        )
+    match_session([transcript.session_id], session, str(path))
 
 
 def load(
