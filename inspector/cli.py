@@ -82,6 +82,16 @@ def _window(transcript: Transcript, args: argparse.Namespace) -> tuple[int | Non
     return (window, source) if source == "--model" else (None, "--window")
 
 
+SESSION_HELP = (
+    "where PATH holds several sessions (an opencode database, a folder of Codex or Claude Code "
+    "sessions): the one with this id, or the only one whose id begins so (default: the newest)"
+)
+
+
+def _add_session_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--session", default=None, metavar="ID", help=SESSION_HELP)
+
+
 DESCRIPTION = (
     "See what an AI coding agent's context window held, request by request, and why parts were cleared."
 )
@@ -113,6 +123,7 @@ def _app_parser() -> argparse.ArgumentParser:
         default=None,
         help="follow the file as an agent writes it (default: on when it changed in the last minute)",
     )
+    _add_session_option(p)
     _add_shaping_options(p)
     return p
 
@@ -135,6 +146,7 @@ def _parser() -> argparse.ArgumentParser:
         sub, "report", "print a transcript's facts: requests, context, compactions, fidelity (or --json)"
     )
     r.add_argument("path", help=PATH_HELP)
+    _add_session_option(r)
     r.add_argument("--json", action="store_true", help="print the JSON report (a stable schema)")
     r.add_argument(
         "--step", type=_positive_int, default=None, help="also run the pipeline at request K (1-based)"
@@ -154,6 +166,7 @@ def _parser() -> argparse.ArgumentParser:
 
     c = _command(sub, "calibrate", "how well calibrated weights predict what the provider billed")
     c.add_argument("path", help=PATH_HELP)
+    _add_session_option(c)
     c.add_argument(
         "--estimator",
         choices=("heuristic", "tiktoken"),
@@ -172,6 +185,7 @@ def _parser() -> argparse.ArgumentParser:
         "(exit 1 when one is an error)",
     )
     f.add_argument("path", help=PATH_HELP)
+    _add_session_option(f)
     f.add_argument("--json", action="store_true", help="print the findings as JSON")
     f.add_argument(
         "--check",
@@ -185,6 +199,7 @@ def _parser() -> argparse.ArgumentParser:
 
     x = _command(sub, "export", "the report at a request as JSON, Markdown, HTML or SVG")
     x.add_argument("path", help=PATH_HELP)
+    _add_session_option(x)
     x.add_argument("--format", choices=("json", "md", "html", "svg"), default="md", help="default: md")
     x.add_argument("--step", type=_positive_int, default=None, help="the request (default: the last)")
     x.add_argument(
@@ -201,6 +216,7 @@ def _parser() -> argparse.ArgumentParser:
 
     e = _command(sub, "explain", "say why a message was changed at a request")
     e.add_argument("path", help=PATH_HELP)
+    _add_session_option(e)
     e.add_argument(
         "message", help="the message: its id, a unique prefix of one, or its line in the file (1583 or :1583)"
     )
@@ -223,9 +239,9 @@ def _reading(path: str) -> Iterator[Progress | None]:
             progress.close()
 
 
-def _load(path: str) -> Transcript:
+def _load(path: str, session: str | None = None) -> Transcript:
     with _reading(path) as progress:
-        transcript = load(path, progress=progress)
+        transcript = load(path, progress=progress, session=session)
     if _one_shot:
         hold_for_good()  # the process ends with this command, without freeing what it loaded
     return transcript
@@ -236,7 +252,7 @@ _one_shot = False
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    transcript = _load(args.path)
+    transcript = _load(args.path, args.session)
     replay = _replay(transcript, args)
     report = replay.report(step=args.step, compare_with=args.compare)
     if args.cache:
@@ -256,7 +272,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    transcript = _load(args.path)
+    transcript = _load(args.path, args.session)
     replay = _replay(transcript, args)
     sys.stdout.write(visible(replay.explain(args.message, step=args.step), newlines=False) + "\n")
     return 0
@@ -326,20 +342,36 @@ def _cmd_open(args: argparse.Namespace) -> int:
             raise UserError("--follow needs a transcript PATH (the picker follows live sessions by itself)")
         if args.model is not None:
             raise UserError("--model needs a transcript PATH (or --sample)")
+        if args.session is not None:
+            raise UserError("--session needs a PATH that holds several sessions (the picker lists each one)")
         from inspector.tui import run_app
 
         run_app(None, policy=policy, window=window)
         return 0
     from inspector.tui.live import open_transcript, recently_modified
 
+    target, session_id, harness = path, args.session, None
+    if args.session is not None or os.path.isdir(path):
+        from inspector.formats.detect import choose
+
+        with _reading(path):
+            choice = choose(path, args.session)  # an unknown --session: one line, before any reading
+        target, session_id, harness = str(choice.path), choice.session_id, choice.format
     if follow is None:
-        follow = recently_modified(path)
+        follow = recently_modified(target)
     if not follow:
-        transcript, follower = _load(path), None
+        transcript, follower = _load(path, args.session), None
     else:
         with _reading(path) as progress:
-            opened = open_transcript(path, follow=True, progress=progress)
+            opened = open_transcript(
+                target, follow=True, session_id=session_id, harness=harness, progress=progress
+            )
         transcript, follower = opened.transcript, opened.follower
+        if os.path.samefile(target, path) and harness != "opencode":  # one session: its id must match
+            from inspector.formats.detect import check_named
+
+            with _reading(path):
+                check_named(transcript, args.session, path)
     if args.window is None and args.model is not None:
         window, window_source = _window(transcript, args)  # (over a sample's own window)
     from inspector.tui import run_app
@@ -352,7 +384,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from inspector.report.render import print_accuracy
     from inspector.tokens.accuracy import accuracy
 
-    transcript = _load(args.path)
+    transcript = _load(args.path, args.session)
     if not any(r.usage for r in transcript.requests):
         raise UserError(f"{args.path} records no token usage: there is nothing to calibrate against")
     result = accuracy(transcript, args.estimator)
@@ -373,7 +405,7 @@ def _cmd_findings(args: argparse.Namespace) -> int:
     """Exit 0 when nothing of severity "error" was found, 1 otherwise (for scripts and CI)."""
     from inspector.findings import UnknownCheckError, exit_code, find_all, findings_json, findings_text
 
-    replay = _replay(_load(args.path), args)
+    replay = _replay(_load(args.path, args.session), args)
     try:
         found = find_all(replay, args.check)
     except UnknownCheckError as exc:
@@ -392,7 +424,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     from inspector.report.export import ExportError, export
 
-    replay = _replay(_load(args.path), args)
+    replay = _replay(_load(args.path, args.session), args)
     try:
         text = export(replay, args.format, step=args.step, redact=args.redact)
     except ExportError as exc:
@@ -401,7 +433,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     out = Path(args.output)
-    if out.resolve() == Path(args.path).resolve():
+    if out.resolve() in (Path(args.path).resolve(), Path(replay.transcript.path).resolve()):
         raise UserError("refusing to write the export over the transcript")
     try:
         out.write_text(text, encoding="utf-8")

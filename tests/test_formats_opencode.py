@@ -257,8 +257,13 @@ def test_several_sessions_newest_first_and_pick_by_id(db: Path) -> None:
     old = OpencodeFormat().load(db, session_id=SESSION)
     check_lazyagents(old)
     assert [s.id for s in list_sessions(db)] == ["ses_child", "ses_newer", SESSION]
-    with pytest.raises(LoaderError, match="no opencode session ses_nope"):
+    with pytest.raises(
+        LoaderError,
+        match=r"no session 'ses_nope' in opencode .*; it holds 3 sessions: ses_child, ses_newer, ses_f0de",
+    ):
         load_opencode(db, session_id="ses_nope")
+    assert load_opencode(db, session_id="ses_ne").session_id == "ses_newer"  # a prefix only it has
+    assert (t.sessions_in_source, t.session_named, old.session_named) == (3, False, True)
 
 
 # -- a synthetic session with steps, prune and compaction, in both stores ---------------------------------

@@ -470,3 +470,53 @@ def test_sessions_table_is_plain_json(world: dict[str, Path]) -> None:
     assert first["path"] == str(world["s2"]) and first["live"] is True
     assert first["last_activity"].endswith("Z")
     assert datetime.fromisoformat(first["last_activity"].replace("Z", "+00:00")) == rows[0].last_activity
+
+
+def test_a_database_of_three_sessions_is_three_rows(tmp_path: Path) -> None:
+    """Each session its own row: its id, title, requests counted as the reader counts them (the
+    copies' rows are JSON with spaces after ':' and still count), its own last update."""
+    from .opencode_sessions import NEWEST_FIRST, SESSIONS, three_session_db
+
+    db = three_session_db(tmp_path / "home" / ".local" / "share" / "opencode")
+    rows = discover(env={}, cwd=tmp_path, home=tmp_path / "home", now=NOW)
+    assert [(r.harness, r.path, r.session_id) for r in rows] == [
+        ("opencode", db, sid) for sid in NEWEST_FIRST
+    ]
+    assert [r.title for r in rows] == [SESSIONS[sid]["title"] for sid in NEWEST_FIRST]
+    assert [r.requests for r in rows] == [len(SESSIONS[sid]["contexts"]) for sid in NEWEST_FIRST] == [1, 2, 2]
+    times = [r.last_activity for r in rows]
+    assert times[0] - times[1] == times[1] - times[2] == timedelta(hours=1)
+    table = sessions_table(rows)
+    assert [(t["session_id"], t["requests"], t["path"]) for t in table] == [
+        (sid, len(SESSIONS[sid]["contexts"]), str(db)) for sid in NEWEST_FIRST
+    ]
+
+
+def test_the_sessions_command_lists_each_session_of_a_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from inspector.cli import main
+
+    from .opencode_sessions import NEWEST_FIRST, three_session_db
+
+    db = three_session_db(tmp_path / "xdg" / "opencode")
+    for var, value in (
+        ("HOME", tmp_path),
+        ("XDG_DATA_HOME", tmp_path / "xdg"),
+        ("CLAUDE_CONFIG_DIR", tmp_path / "c"),
+        ("CODEX_HOME", tmp_path / "x"),
+    ):
+        monkeypatch.setenv(var, str(value))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sessions", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(r["harness"], r["session_id"], r["requests"]) for r in listed] == [
+        ("opencode", NEWEST_FIRST[0], 1),
+        ("opencode", NEWEST_FIRST[1], 2),
+        ("opencode", NEWEST_FIRST[2], 2),
+    ]
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["sessions"]) == 0
+    text = capsys.readouterr().out
+    for sid in NEWEST_FIRST:  # the text table says how to open each one
+        assert f"{db} --session {sid}" in text

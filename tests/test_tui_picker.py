@@ -288,3 +288,48 @@ def test_picker_snapshot(snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+async def test_each_session_of_an_opencode_database_is_a_row_that_opens_it(fake_home: Path) -> None:
+    from .opencode_sessions import NEWEST_FIRST, ORIGINAL, SECOND, SESSIONS, THIRD, three_session_db
+
+    db = three_session_db(fake_home / "xdg" / "opencode")
+    app = InspectorApp()
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: loaded(app), "the discovered sessions")
+        picker = app.screen
+        assert isinstance(picker, PickerScreen)
+        assert [(s.path, s.session_id) for s in picker.found] == [(db, sid) for sid in NEWEST_FIRST]
+        assert option_ids(app)[:4] == ["session-0", "session-1", "session-2", None]
+        heading = str(picker.query_one("#picker-heading", Label).content)
+        assert heading.startswith("Sessions on this machine, newest first (3)")
+        lines = [strip.text for strip in app.screen._compositor.render_strips()]
+        rows = [line for line in lines if " opencode " in line]
+        assert len(rows) == 3
+        for line, sid in zip(rows, NEWEST_FIRST, strict=True):
+            assert SESSIONS[sid]["title"] in line
+        assert [line.split()[3] for line in rows] == ["1", "2", "2"]  # │ harness project requests
+
+        for downs, sid in ((1, SECOND), (2, ORIGINAL), (0, THIRD)):
+            await pilot.press(*(["down"] * downs), "enter")
+            n = len(SESSIONS[sid]["contexts"])
+            await wait_until(pilot, lambda n=n: counter(app).startswith(f"request {n}/{n}"), f"session {sid}")
+            main = app.screen
+            assert isinstance(main, MainScreen)
+            assert main.transcript.session_id == sid
+            assert [r.usage.context for r in main.transcript.requests if r.usage] == SESSIONS[sid]["contexts"]
+            await pilot.press("s")
+            await wait_until(pilot, lambda: loaded(app), "the picker again")
+
+
+def test_an_untitled_session_of_a_database_shows_its_id() -> None:
+    from inspector.tui.picker import session_row
+
+    db = Path("/data/opencode/opencode.db")
+    rows = [
+        SessionInfo(harness="opencode", path=db, last_activity=NOW, session_id="ses_abc\x1b[2J"),
+        SessionInfo(harness="opencode", path=db, last_activity=NOW, session_id="ses_def", title="named"),
+        SessionInfo(harness="claude-code", path=Path("/p/s1.jsonl"), last_activity=NOW, session_id="s1"),
+    ]
+    titles = [session_row(i, r, NOW, None).title for i, r in enumerate(rows)]
+    assert titles == ["(untitled) ses_abc\\x1b[2J", "named", "(untitled)"]

@@ -81,6 +81,7 @@ from .base import (
     too_deep,
     too_deep_reason,
 )
+from .choice import match_session
 
 FORMAT = "opencode"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -275,6 +276,8 @@ class _DbStore:
     def __init__(self, db: Path) -> None:
         self.db = db
         self.file = str(db)
+        self.count = 0
+        """How many sessions `read` found."""
 
     def open(self) -> sqlite3.Connection:
         con = connect_readonly(self.db)
@@ -326,6 +329,7 @@ class _DbStore:
         try:
             con.execute("BEGIN")  # one snapshot for every query below
             sessions = self._sessions(con)
+            self.count = len(sessions)
             chosen = _choose(sessions, session_id, self.file)
             msgs: list[_Msg] = []
             by_id: dict[str, _Msg] = {}
@@ -422,6 +426,8 @@ def _plain_name(name: str) -> bool:
 class _JsonStore:
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.count = 0
+        """How many sessions `read` found."""
         self.old = not (root / "message").is_dir() and (root / "session" / "message").is_dir()
 
     def _message_dir(self, session_id: str) -> Path:
@@ -519,6 +525,7 @@ class _JsonStore:
         self, session_id: str | None, issues: list[LoadIssue]
     ) -> tuple[OpencodeSession, list[_Msg], list[OpencodeSession], dict[str, tuple[int, int]]]:
         sessions = self.sessions(issues)
+        self.count = len(sessions)
         chosen = _choose(sessions, session_id, str(self.root))
         msgs = self.messages(chosen.id, issues)
         children = [s for s in sessions if s.parent_id == chosen.id]
@@ -531,11 +538,12 @@ class _JsonStore:
 
 
 def _choose(sessions: list[OpencodeSession], session_id: str | None, where: str) -> OpencodeSession:
+    """The session `session_id` names (its id or a prefix only it has), else the most recently
+    updated top-level one; LoaderError (one line naming a few ids) when it names none or several."""
     if session_id is not None:
-        for s in sessions:
-            if s.id == session_id:
-                return s
-        raise LoaderError(f"no opencode session {session_id} in {where} ({len(sessions)} sessions there)")
+        newest_first = sorted(sessions, key=lambda s: (s.updated, s.id), reverse=True)
+        wanted = match_session([s.id for s in newest_first], session_id, f"opencode {where}")
+        return next(s for s in newest_first if s.id == wanted)
     if not sessions:
         raise LoaderError(f"{where} holds no opencode session")
     roots = [s for s in sessions if s.parent_id is None] or sessions
@@ -1038,6 +1046,9 @@ def _db_in(folder: Path) -> Path | None:
     return next((p for p in others if p.is_file() and _is_opencode_db(p)), None)
 
 
+database_in = _db_in
+
+
 def _storage_in(folder: Path) -> Path | None:
     for root in (folder / "storage", folder):
         if _is_storage(root):
@@ -1078,6 +1089,7 @@ def load_opencode(path: str | Path, session_id: str | None = None) -> Transcript
     p = Path(path)
     issues: list[LoadIssue] = []
     store: _DbStore | _JsonStore | None = None
+    from_record = False
     if p.is_dir():
         db = _db_in(p)
         if db is not None:
@@ -1099,11 +1111,16 @@ def load_opencode(path: str | Path, session_id: str | None = None) -> Transcript
         root, sid = located
         store = _JsonStore(root)
         session_id = session_id or sid
+        from_record = True
     if store is None:
         raise LoaderError(f"{p} holds no opencode database or storage folder")
     chosen, msgs, children, sizes = store.read(session_id, issues)
     where = store.file if isinstance(store, _DbStore) else str(p)
-    return _Builder(where, chosen, issues).build(where, msgs, children, sizes)
+    transcript = _Builder(where, chosen, issues).build(where, msgs, children, sizes)
+    if not from_record:  # (a record file names its session: the path is that one session)
+        transcript.sessions_in_source = store.count
+        transcript.session_named = session_id is not None
+    return transcript
 
 
 def list_sessions(path: str | Path) -> list[OpencodeSession]:

@@ -7,8 +7,8 @@ notes/opencode-codex.md A5/B1, notes/opencollab.md §5):
   and anything under `<session>/subagents/`, are parts of a session, not sessions).
 - Codex: `$CODEX_HOME/sessions` or `~/.codex/sessions`, `YYYY/MM/DD/rollout-*.jsonl`.
 - opencode: `$XDG_DATA_HOME/opencode` or `~/.local/share/opencode`: `opencode*.db` (one entry per
-  session, read through a read-only SQLite URI; one entry for the whole database when it cannot be
-  read), and the older JSON layouts `storage/session/<project>/<ses>.json` and
+  session, its requests counted as the reader counts them, read through a read-only SQLite URI; one
+  entry for the whole database when it cannot be read), and the older JSON layouts `storage/session/<project>/<ses>.json` and
   `project/<slug>/storage/session/info/<ses>.json`.
 - OpenCollab: `.opencollab/sessions/<run>/agent_*.json` below the current folder.
 
@@ -479,22 +479,19 @@ def _opencode_db(path: Path, st: os.stat_result, now: datetime) -> list[SessionI
         return [_opencode_db_whole(path, st, now)]
     try:
         rows = con.execute("SELECT id, title, directory, time_updated, parent_id FROM session").fetchall()
-        counts: dict[str, int] = {}
         sizes: dict[str, int] = {}
-        counted = True
         try:
-            for sid, n, size in con.execute(
-                'SELECT session_id, sum(data LIKE \'%"role":"assistant"%\'), sum(length(data))'
-                " FROM message GROUP BY session_id"
+            counts: dict[str, int] | None = _opencode_requests(con)
+            for sid, size in con.execute(
+                "SELECT session_id, sum(length(data)) FROM message GROUP BY session_id"
             ):
-                counts[sid] = int(n or 0)
                 sizes[sid] = int(size or 0)
             for sid, size in con.execute(
                 "SELECT session_id, sum(length(data)) FROM part GROUP BY session_id"
             ):
                 sizes[sid] = sizes.get(sid, 0) + int(size or 0)
         except sqlite3.Error:
-            counts, sizes, counted = {}, {}, False
+            counts, sizes = None, {}
     except sqlite3.Error:
         return [_opencode_db_whole(path, st, now)]
     finally:
@@ -516,7 +513,7 @@ def _opencode_db(path: Path, st: os.stat_result, now: datetime) -> list[SessionI
                 path=path,
                 project=directory if isinstance(directory, str) else None,
                 size_bytes=sizes.get(sid, 0),
-                requests=counts.get(sid, 0) if counted else None,
+                requests=counts.get(sid, 0) if counts is not None else None,
                 last_activity=when,
                 live=_is_live(when, now),
                 title=_first_line(title) if isinstance(title, str) and title.strip() else None,
@@ -524,6 +521,28 @@ def _opencode_db(path: Path, st: os.stat_result, now: datetime) -> list[SessionI
             )
         )
     return out
+
+
+# the JSON functions only on rows the cheap LIKE lets through, and only on valid JSON (json_extract
+# fails the whole query on one malformed row)
+_JSON_IS = "(data LIKE {like} AND json_valid(data) AND json_extract(data, '$.{key}') = {value})"
+_OPENCODE_REQUESTS = f"""
+SELECT m.session_id, sum(CASE WHEN f.n > 0 THEN f.n ELSE 1 END)
+FROM message m
+LEFT JOIN (
+    SELECT message_id, count(*) AS n FROM part
+    WHERE {_JSON_IS.format(like="'%step-finish%'", key="type", value="'step-finish'")}
+    GROUP BY message_id
+) f ON f.message_id = m.id
+WHERE {_JSON_IS.format(like="'%assistant%'", key="role", value="'assistant'")}
+GROUP BY m.session_id
+"""
+
+
+def _opencode_requests(con: sqlite3.Connection) -> dict[str, int]:
+    """Model calls per session, counted as the reader counts them: one per `step-finish` part of
+    an assistant message, or one for an assistant message without any."""
+    return {sid: int(n or 0) for sid, n in con.execute(_OPENCODE_REQUESTS) if isinstance(sid, str)}
 
 
 def _opencode_db_whole(path: Path, st: os.stat_result, now: datetime) -> SessionInfo:

@@ -155,6 +155,11 @@ class Transcript(Struct, kw_only=True, dict=True, weakref=True):
     load_issues: list[LoadIssue] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)
     """Records that are not conversation, counted by type."""
+    sessions_in_source: int | None = None
+    """How many sessions the database or folder it was read from holds (an opencode database, a
+    folder of Codex or Claude Code sessions); None: the file read is this one session."""
+    session_named: bool = False
+    """This session was named (`--session ID`, a picker row); else it is the newest of them."""
 
     def _index(self) -> dict[str, Message]:
         cache = self.__dict__

@@ -32,11 +32,22 @@ def _kv_table(title: str) -> Table:
     return t
 
 
+def session_line(report: Report) -> str:
+    """Which session of several the report is of, and how to choose another."""
+    n = report.sessions_in_source or 0
+    which = report.session_id or "(no id)"
+    if report.session_chosen == "named":
+        return f"{which} (named with --session, of {n:,} sessions here)"
+    return f"{which}: the newest of {n:,} sessions here (choose another with --session ID)"
+
+
 def render_report(report: Report) -> RenderableType:
     parts: list[RenderableType] = []
     head = _kv_table("Session")
     head.add_row("file", Text(visible(report.path, newlines=False)))
     head.add_row("format", _text(report.format))
+    if report.sessions_in_source is not None and report.sessions_in_source > 1:
+        head.add_row("session", Text(visible(session_line(report), newlines=False)))
     head.add_row("model", Text(visible(report.model or "unknown", newlines=False)))
     if report.title:
         head.add_row("title", Text(one_line(report.title, 100)))
@@ -327,6 +338,14 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+def _session_path(row: SessionInfo) -> str:
+    """Where a session is: its file, and for one session of an opencode database the `--session`
+    that opens it."""
+    if row.harness == "opencode" and row.session_id and row.path.suffix == ".db":
+        return f"{row.path} --session {row.session_id}"
+    return str(row.path)
+
+
 def print_sessions(rows: list[SessionInfo], console: Console | None = None) -> None:
     """Sessions found on this machine, newest first; a live mark on those written in the last minute."""
     out = console or Console()
@@ -349,6 +368,6 @@ def print_sessions(rows: list[SessionInfo], console: Console | None = None) -> N
             else (f"~{r.requests:,}" if r.requests_estimated else f"{r.requests:,}"),
             _size(r.size_bytes),
             r.last_activity.strftime("%Y-%m-%d %H:%M"),
-            Text(visible(str(r.path), newlines=False)),
+            Text(visible(_session_path(r), newlines=False)),
         )
     out.print(table)

@@ -213,6 +213,20 @@ class Report(Struct, kw_only=True):
             "(prefix rewrites, tokens re-billed because of them, tokens sent, tokens served from cache)"
         ),
     ] = None
+    sessions_in_source: Annotated[
+        int | None,
+        Meta(
+            description="how many sessions the path read holds (an opencode database, a folder of Codex or "
+            "Claude Code sessions); None: the file is this one session"
+        ),
+    ] = None
+    session_chosen: Annotated[
+        str | None,
+        Meta(
+            description='with sessions_in_source: "named" (--session ID) or "newest" (no --session: the '
+            "newest session; in opencode, the newest one that is not a subagent's)"
+        ),
+    ] = None
 
 
 def resolve_window(
@@ -365,6 +379,10 @@ def build_report(
         format=transcript.format,
         path=transcript.path,
         session_id=transcript.session_id,
+        sessions_in_source=transcript.sessions_in_source,
+        session_chosen=None
+        if transcript.sessions_in_source is None
+        else ("named" if transcript.session_named else "newest"),
         model=transcript.model,
         title=transcript.title,
         requests=rows,

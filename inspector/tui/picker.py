@@ -125,8 +125,15 @@ def session_row(index: int, info: SessionInfo, now: datetime, home: Path | None)
         requests=requests,
         size=human_size(info.size_bytes),
         activity=ago(info.last_activity, now),
-        title=one_line(info.title, 200) if info.title else "(untitled)",
+        title=one_line(info.title, 200) if info.title else _untitled(info),
     )
+
+
+def _untitled(info: SessionInfo) -> str:
+    """An untitled row: one session of an opencode database says its id (its rows share one file)."""
+    if info.harness == "opencode" and info.session_id and info.path.suffix == ".db":
+        return f"(untitled) {one_line(info.session_id, 80)}"
+    return "(untitled)"
 
 
 def sample_rows() -> list[PickerRow]:
