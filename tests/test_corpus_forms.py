@@ -347,3 +347,19 @@ def test_calibrate_without_two_reports_is_one_line(capsys: pytest.CaptureFixture
     err = capsys.readouterr()
     assert err.out == "" and len(err.err.strip().splitlines()) == 1
     assert "no request to predict" in err.err
+
+
+def test_a_json_array_session_is_followed_by_reading_it_whole(tmp_path: Path) -> None:
+    """The Stop hook writes the whole array again each time: a follower reads it whole."""
+    from inspector.live import follower_for
+
+    records_ = json.loads(corpus_file(ARRAY).read_text())
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(records_[:400], indent=2))
+    follower = follower_for(path)
+    follower.poll_once()
+    first = len(follower.transcript().requests)
+    path.write_text(json.dumps(records_, indent=2))  # the hook's next copy: longer, written anew
+    follower.poll_once()
+    assert 0 < first < 162
+    assert len(follower.transcript().requests) == 162

@@ -529,6 +529,17 @@ def reader_factory_for(path: str | os.PathLike[str]) -> ReaderFactory:
     return factory_for_format(detect(path).format)
 
 
+def _is_json_array(path: Path) -> bool:
+    """Whether the file is one JSON array (`formats.json_array`), not JSON Lines."""
+    from inspector.formats.json_array import is_array
+
+    try:
+        with path.open("rb") as fh:
+            return is_array(fh.read(64))
+    except OSError:
+        return False
+
+
 def follower_for(path: str | os.PathLike[str], *, chunk_size: int = CHUNK_BYTES) -> Follower:
     """A Follower set up for the transcript at `path`: incremental where the format allows it,
     whole-file (with the side files that change with it) otherwise."""
@@ -537,6 +548,8 @@ def follower_for(path: str | os.PathLike[str], *, chunk_size: int = CHUNK_BYTES)
     p = Path(path)
     fmt = detect(p).format
     factory = factory_for_format(fmt)
+    if fmt in INCREMENTAL_FORMATS and _is_json_array(p):
+        factory = ReloadingReader  # one JSON array of records, written anew each time: read whole
     if fmt in INCREMENTAL_FORMATS and factory is not ReloadingReader:
         return Follower(p, factory, chunk_size=chunk_size)
     sidecars: list[Path] = []
