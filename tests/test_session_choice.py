@@ -143,8 +143,9 @@ def test_every_command_that_takes_a_path_reads_the_named_session(
     assert exported["session_id"] == SECOND
     assert [q["context_tokens"] for q in exported["requests"]] == [1_200, 1_500]
 
-    assert main(["calibrate", str(db), "--session", THIRD, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["modes"]["proportional"]["n"] == 0  # one request
+    # one request: nothing to predict, said in one line (the third copy's own single report)
+    assert main(["calibrate", str(db), "--session", THIRD, "--json"]) == 2
+    assert "records token usage for 1 request" in capsys.readouterr().err
     assert main(["calibrate", str(db), "--session", SECOND, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["modes"]["proportional"]["n"] == 1  # the second of two
 

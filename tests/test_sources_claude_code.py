@@ -138,7 +138,7 @@ def test_a_memory_reminder_is_a_pinned_memory_file(tmp_path: Path) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in [*recs[:first], reminder, *recs[first:]]))
     t = load(path)
     (memory,) = [m for m in t.messages if m.source.kind is SourceKind.PROJECT_INSTRUCTIONS]
-    assert memory.source.name == "memory file · project (CLAUDE.md)" and memory.source.pinned
+    assert memory.source.name == "CLAUDE.md memory" and memory.source.pinned
     (task,) = [m for m in t.messages if m.source.kind is SourceKind.TASK]
     assert task.text.startswith("mix phx.server doesnt seem to start")
 

@@ -47,8 +47,8 @@ from inspector.model import (
 
 SUMMARY = Source.of(SourceKind.SUMMARY, "compaction summary")
 SKILL = Source.of(SourceKind.SKILL, "skill body")
-PROJECT_MEMORY = Source.of(SourceKind.PROJECT_INSTRUCTIONS, "memory file · project (CLAUDE.md)")
-USER_MEMORY = Source.of(SourceKind.PROJECT_INSTRUCTIONS, "memory file · user (~/.claude/CLAUDE.md)")
+PROJECT_MEMORY = Source.of(SourceKind.PROJECT_INSTRUCTIONS, "CLAUDE.md memory")
+USER_MEMORY = Source.of(SourceKind.PROJECT_INSTRUCTIONS, "user CLAUDE.md memory")
 TASK = Source.of(SourceKind.TASK, "first user task")
 COMMAND_OUTPUT = Source.of(SourceKind.CONVERSATION, "local command output")
 CAVEAT = Source.of(SourceKind.CONVERSATION, "caveat")
