@@ -114,7 +114,7 @@ class Replay:
         self.window_source = window_source
         self.estimator = estimator
         self.calibration = calibration
-        self.budget = policy.budget(window)
+        self.budget = policy.budget(window, transcript=transcript)
         self.pipeline = policy.pipeline(messages=transcript.messages)
         self._steps: OrderedDict[int, Step] = OrderedDict()
         self._overhead = overhead_message()
