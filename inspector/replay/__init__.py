@@ -389,6 +389,7 @@ class Replay:
             blocking=b.blocking,
             harness=self.harness,
             harness_wrote_transcript=self.harness_wrote_it,
+            rule=b.rule,
         )
 
     def harness_estimates(self) -> list[int]:

@@ -737,7 +737,7 @@ def recorded_version(transcript: Transcript) -> str | None:
     if harness is None:
         return None
     cache = transcript.__dict__
-    key = ("_harness_version", transcript.path)
+    key = f"_harness_version:{transcript.path}"
     if key in cache:
         hit: str | None = cache[key]
         return hit
