@@ -3,12 +3,12 @@ recorded auto compaction of the corpus predicted at the recorded request by the 
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from .conftest import CORPUS, corpus_file
 from msgspec.structs import replace
 
 from inspector.cli import main
@@ -30,6 +30,8 @@ from inspector.shaping.rules import (
     rules_of,
 )
 from inspector.tokens.harness import ESTIMATORS, estimator_for, harness_estimates
+
+from .conftest import CORPUS, corpus_file
 
 FACTS_PATH = CORPUS / "FACTS.json"
 SPOTTER = "claude-code/spotter-fa812bfe/fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
@@ -224,7 +226,7 @@ def test_each_harness_has_ordered_ranges_that_do_not_overlap() -> None:
     for harness in HARNESS_NAMES:
         rules = rules_of(harness)
         assert rules, harness
-        for a, b in zip(rules, rules[1:], strict=False):
+        for a, b in itertools.pairwise(rules):
             last_a, first_b = parse_version(a.last.replace(".x", ".999999")), parse_version(b.first)
             assert last_a is not None and first_b is not None and last_a < first_b, (a.range, b.range)
         for r in rules:
