@@ -385,3 +385,49 @@ def test_model_flag_reads_the_models_table(tmp_path: Path, capsys: pytest.Captur
     budget = report_json(capsys, str(path), "--model", "claude-haiku-4-5")["budget"]
     assert isinstance(budget, dict)
     assert (budget["window"], budget["window_source"], budget["trigger"]) == (200_000, "--model", 167_000)
+
+
+# -- the fidelity figure ---------------------------------------------------------------------------
+
+
+def test_the_fidelity_script_counts_every_corpus_compaction_per_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from benchmarks import fidelity as script
+
+    paths = [corpus_file(SPOTTER), corpus_file(THOMAS), as_jsonl(LROY, tmp_path),
+             corpus_file("claude-code/fasthooks-manual-compact.jsonl")]
+    summary = script.measure(paths)
+    assert summary.by_version() == {
+        "Claude Code 1.0.113": (2, 2),
+        "Claude Code 2.0.22": (1, 1),
+        "Claude Code 2.1.39": (1, 1),
+    }
+    manual = [r for r in summary.rows if r.trigger == "manual"]
+    assert len(manual) == 1 and not manual[0].counted
+    assert main_of(script, [str(p) for p in paths], capsys).endswith(
+        "fidelity: 4 of 4 recorded auto compactions predicted at the recorded request"
+    )
+    out = main_of(script, [str(paths[1])], capsys)
+    assert (
+        "✓ claude-code/thomasjmcgovern-fb36f7a7.jsonl (Claude Code 2.0.22) auto compaction after request 77: "
+        "predicted after 77; estimate 154,834 before, 157,834 at it (preTokens 157,932), line 155,000"
+    ) in out
+
+
+def main_of(script: object, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert script.main(argv) == 0  # type: ignore[attr-defined]
+    return capsys.readouterr().out.strip()
+
+
+def test_the_fidelity_script_on_the_corpus_counts_what_facts_lists(capsys: pytest.CaptureFixture[str]) -> None:
+    """Over the whole corpus: synthetic fixtures (not in FACTS.json) are shown, not counted; the
+    JSON-array session counts as missed until the reader reads it (then as predicted)."""
+    from benchmarks import fidelity as script
+
+    corpus_file(SPOTTER)
+    summary = script.measure(script.corpus_sessions())
+    by = summary.by_version()
+    assert by["Claude Code 2.0.22"] == (1, 1) and by["Claude Code 2.1.39"] == (1, 1)
+    assert by["Claude Code 1.0.113"][1] == 2
+    assert not any(r.counted for r in summary.rows if "synthetic" in r.file or "dag-compact" in r.file)
