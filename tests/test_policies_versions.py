@@ -431,3 +431,21 @@ def test_the_fidelity_script_on_the_corpus_counts_what_facts_lists(capsys: pytes
     assert by["Claude Code 2.0.22"] == (1, 1) and by["Claude Code 2.1.39"] == (1, 1)
     assert by["Claude Code 1.0.113"][1] == 2
     assert not any(r.counted for r in summary.rows if "synthetic" in r.file or "dag-compact" in r.file)
+
+
+def test_the_readme_table_lists_every_rule() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = [line for line in readme.splitlines() if line.startswith("| ") and " – " not in line]
+    for r in RULES:
+        row = next((line for line in rows if line.startswith(f"| {HARNESS_NAMES[r.harness]} | {r.range} |")), None)
+        assert row is not None, r.range
+        x = resolve(r.harness, r.first if r.first != "0.0.0" else "0.0.1", 272_000 if r.harness == "codex" else 200_000,
+                    "gpt-5-codex" if r.fixed else ("gpt-5" if r.harness == "codex" else "claude-sonnet-4-5"))
+        if x.auto:
+            assert f"| {x.trigger:,}" in row, row
+
+
+def test_an_opencode_rule_that_compares_strictly_is_simulated_so() -> None:
+    assert not resolve("opencode", "0.4.0", 200_000).rule.at_or_above
+    assert OPENCODE.budget(200_000, version="0.4.0").at_or_above is False
+    assert OPENCODE.budget(200_000).at_or_above is True

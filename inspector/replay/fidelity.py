@@ -198,8 +198,15 @@ class _Context:
         ledger = tuple(by_id[i] for i in self.tr.segments[seg].message_ids if i in by_id)
         return _summarizes(self._run(ledger))
 
+    @property
+    def at_or_above(self) -> bool:
+        """How the harness compares (its rule's way where the budget names one, else its estimator's)."""
+        own = self.budget.at_or_above
+        return self.spec.at_or_above if own is None else own
+
     def over(self, value: int) -> bool:
-        return self.spec.over(value, self.budget.trigger)
+        t = self.budget.trigger
+        return value >= t if self.at_or_above else value > t
 
     def simulate(self) -> list[_Sim]:
         tr = self.tr
@@ -209,7 +216,7 @@ class _Context:
         prev: int | None = None
         est = self.est
         t = self.budget.trigger
-        at_or_above = self.spec.at_or_above
+        at_or_above = self.at_or_above
         for req in tr.requests:
             k = req.index
             if seg is not None and req.segment != seg:

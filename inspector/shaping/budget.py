@@ -101,6 +101,9 @@ class Budget(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The rule's microcompact (`rules.Microcompact.mode`: none, legacy, time); None: the layer's own."""
     clear_min_saving: int = 0
     """A legacy microcompact clears only when it frees at least this many tokens."""
+    at_or_above: bool | None = None
+    """How the harness's rule compares its estimate with the trigger (`>=` True, `>` False; None:
+    as its estimator does, `EstimatorSpec.at_or_above`)."""
 
     @classmethod
     def for_window(
@@ -195,6 +198,7 @@ class Budget(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
             auto_compact=resolved.auto,
             clear_mode=mc.mode if resolved.rule.harness == "claude-code" else None,
             clear_min_saving=mc.min_saving,
+            at_or_above=resolved.rule.at_or_above,
         )
 
     @property
