@@ -222,7 +222,7 @@ def _fidelity_table(fidelity: dict[str, Any], most: int = 30) -> Table:
         title_justify="left",
     )
     table.add_column("event", no_wrap=True)
-    for col in ("recorded", "simulated", "est. before", "harness est.", "line"):
+    for col in ("recorded", "simulated", "harness est.", "line", "est. before"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("")
     events: list[dict[str, Any]] = list(fidelity.get("events", []))
@@ -240,9 +240,9 @@ def _fidelity_table(fidelity: dict[str, Any], most: int = 30) -> Table:
             _text(what),
             _n(e.get("recorded_after_request")),
             _n(e.get("simulated_after_request")),
-            _n(e.get("previous_harness_estimate")),
             _n(e.get("harness_estimate")),
             _n(e.get("threshold")),
+            _n(e.get("previous_harness_estimate")),
             _text(f"{mark} {e.get('note', '')}"),
         )
     if len(shown) < len(events):
