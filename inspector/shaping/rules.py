@@ -292,6 +292,15 @@ _LEGACY_MC = Microcompact(
     "ones when those results exceed 40,000 tokens and the context is over the warning line, if that "
     "frees 20,000 (decompiled `Ly5=3, Ny5=40000, qy5=20000`, notes §1.5; medium)",
 )
+"""The decompiled client microcompact (notes §1.5). No rule uses it: the corpus refutes it for the
+versions it was said to cover. Sessions of 1.0.113, 2.0.22 and 2.1.39 pass their warning line by
+20,000-30,000 tokens with no drop in the reported context within a segment, where this rule would
+have cleared 58,000 tokens or more (from request 35, 63 and 109 respectively)."""
+_NOT_SEEN_MC = Microcompact(
+    "none",
+    note="none seen: the corpus (1.0.113, 2.0.22) shows no clearing past the warning line, where the "
+    "decompiled legacy microcompact (keep 3, 40,000, 20,000; notes §1.5) would have cleared",
+)
 _TIME_MC = Microcompact(
     "time",
     keep=5,
@@ -313,22 +322,14 @@ RULES: tuple[Rule, ...] = (
         share=Fraction(23, 25), era_a_output=True, warning_share=Fraction(3, 5), family="Sonnet/Opus 4, 3.x",
     ),
     Rule(
-        "claude-code", "1.0.51", "1.0.67",
+        "claude-code", "1.0.51", "1.0.112",
         "0.92 × (window − max output)",
-        "as above; warning raised to 0.8 × line in 1.0.51 (CL:L5350)",
-        "high (formula), medium (range)",
-        "claude_code_usage", _NO_MC,
+        "as above; warning raised to 0.8 × line in 1.0.51 (CL:L5350); cccontext@7469c3d (2025-08-06, "
+        "~1.0.70: `oH8=0.92`); where the 13,000 buffer replaced 0.92 between 1.0.70 and 1.0.113 is "
+        "not pinned: assumed at 1.0.113, the first version the corpus shows with it",
+        "high (formula), medium (range; its end assumed)",
+        "claude_code_usage", _NOT_SEEN_MC,
         share=Fraction(23, 25), era_a_output=True, warning_share=Fraction(4, 5), family="Sonnet/Opus 4, 3.x",
-    ),
-    Rule(
-        "claude-code", "1.0.68", "1.0.112",
-        "0.92 × (window − max output)",
-        "cccontext@7469c3d (2025-08-06, ~1.0.70: `oH8=0.92`); microcompact from ~1.0.68 (claudelog, "
-        "#5385); where the 13,000 buffer replaced 0.92 between 1.0.70 and 1.0.113 is not pinned: "
-        "assumed at 1.0.113, the first version the corpus shows with it",
-        "medium (the end of the range is assumed)",
-        "claude_code_usage", _LEGACY_MC,
-        share=Fraction(23, 25), era_a_output=True, warning_share=Fraction(4, 5), family="Sonnet/Opus 4",
     ),
     Rule(
         "claude-code", "1.0.113", "2.0.x",
@@ -339,7 +340,7 @@ RULES: tuple[Rule, ...] = (
         "(inferred from CL:L4376); estimate = the last usage alone (corpus: 1.0.113 preTokens "
         "155,241 = 155,084 + 157)",
         "high (formula), medium-high (blocking)",
-        "claude_code_usage", _LEGACY_MC,
+        "claude_code_usage", _NOT_SEEN_MC,
         buffer=CLAUDE_BUFFER, blocking_of="window", warning_below=CLAUDE_WARNING_BELOW,
         family="Sonnet/Opus 4, Sonnet 4.5, Haiku 4.5",
     ),
@@ -350,7 +351,7 @@ RULES: tuple[Rule, ...] = (
         "(corpus 2.1.39: 166,874 + 145 + 98 = preTokens 167,117; 2.1.88 utils/tokens.ts:226-261) — "
         "where between 2.0.22 and 2.1.39 it began is assumed",
         "high (formula), medium (estimator start)",
-        "claude_code", _LEGACY_MC,
+        "claude_code", _NOT_SEEN_MC,
         buffer=CLAUDE_BUFFER, blocking_of="window", warning_below=CLAUDE_WARNING_BELOW,
         family="Sonnet/Opus 4.x",
     ),
@@ -360,27 +361,18 @@ RULES: tuple[Rule, ...] = (
         "Reddit 1qnsmk0 (2.1.19 binary: `jbA=13000`, effective = context − max output, no cap); "
         "blocking at the effective window − 3,000 from 2.1.7 (CL:L4376)",
         "high",
-        "claude_code", _LEGACY_MC,
+        "claude_code", _NOT_SEEN_MC,
         buffer=CLAUDE_BUFFER, blocking_of="effective", warning_below=CLAUDE_WARNING_BELOW,
         family="Sonnet/Opus 4.x",
     ),
     Rule(
-        "claude-code", "2.1.21", "2.1.68",
+        "claude-code", "2.1.21", "2.1.91",
         "window − min(max output, 20,000) − 13,000",
         "CL:L4238 (2.1.21 'auto-compact triggering too early on models with large output token "
-        "limits'); 33k buffer on 2.1.3x (#23409, #24079); corpus 2.1.39 spotter (167,000, after "
-        "request 126); legacy microcompact still listed in 2.1.68 (gist sam-saffron-jarvis)",
+        "limits'); 2.1.88 source (autoCompact.ts:30-91 line, :63-65 blocking; microCompact.ts time-based only); 33k buffer on 2.1.3x (#23409, #24079); corpus 2.1.39 spotter (167,000, after "
+        "request 126; no clearing past the 147,000 warning line, so the time-based microcompact, "
+        "as 2.1.88 has it, rather than the legacy one the 2.1.68 gist lists)",
         "high (formula, 2.1.88 autoCompact.ts:30-91), medium-high (2.1.21 as the start)",
-        "claude_code", _LEGACY_MC,
-        buffer=CLAUDE_BUFFER, reserve_cap=CLAUDE_SUMMARY_OUTPUT, blocking_of="effective",
-        warning_below=CLAUDE_WARNING_BELOW, family="Sonnet/Opus 4.x, Opus 4.6",
-    ),
-    Rule(
-        "claude-code", "2.1.69", "2.1.91",
-        "window − min(max output, 20,000) − 13,000",
-        "2.1.88 source: autoCompact.ts:30-91 (line), :63-65 (blocking), microCompact.ts (time-based "
-        "only); the legacy microcompact's end between 2.1.68 and 2.1.88 is assumed",
-        "high",
         "claude_code", _TIME_MC,
         buffer=CLAUDE_BUFFER, reserve_cap=CLAUDE_SUMMARY_OUTPUT, blocking_of="effective",
         warning_below=CLAUDE_WARNING_BELOW, family="Sonnet/Opus 4.x, Opus 4.6",
@@ -550,6 +542,8 @@ class ResolvedRule:
         what = f"auto compact at {self.trigger:,} ({self.formula})" if self.auto else (
             f"no auto compaction ({self.formula})"
         )
+        for note in self.notes:
+            what += f", {note}"
         out = f"{who} · {what}"
         if self.chosen == "unknown":
             out += f" · version not recorded: the newest rule ({self.rule.range})"

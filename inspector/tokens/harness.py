@@ -42,8 +42,9 @@ gives every request's `HarnessEstimate` with its parts, `harness_tokens(transcri
 numbers alone (computed once per transcript and estimator, in one pass). At the first request of
 a segment that a compaction began, `tokens` is the estimate of the compacted ledger actually
 sent, and `before_compaction` the estimate of the old ledger as it stood when the harness decided
-to compact (for Claude Code's auto compaction in spotter `fa812bfe`: the recorded `preTokens`,
-167,117, against 167,100 here).
+to compact (for Claude Code's auto compactions in the corpus, against the recorded `preTokens`:
+2.1.39 spotter `fa812bfe` 167,117 for 167,117; 2.0.22 157,834 for 157,932; 1.0.113 155,409 for
+155,431 and 155,241 for 155,241).
 """
 
 from __future__ import annotations
