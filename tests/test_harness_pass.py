@@ -109,6 +109,7 @@ def plain_estimates(tr: Transcript, name: str) -> tuple[list[HarnessEstimate], l
     """Every request's estimate and every segment's end, request by request, summing each span."""
     sizer = {
         "claude_code": plain_claude_code,
+        "claude_code_usage": plain_claude_code,
         "opencode": plain_chars4,
         "codex": plain_bytes4,
         "heuristic": harness.opencollab_message_tokens,
@@ -144,12 +145,13 @@ def plain_estimates(tr: Transcript, name: str) -> tuple[list[HarnessEstimate], l
         assert req.usage is not None
         recorded = out = req.usage.output
         stale = False
-        if name == "claude_code" and req.response_id is not None:
+        claude = name in ("claude_code", "claude_code_usage")
+        if claude and req.response_id is not None:
             rough = size(req.response_id)
             if recorded < rough:
                 out, stale = max(recorded, rough + median()), True
         appended = 0
-        if name != "opencode":
+        if name not in ("opencode", "claude_code_usage"):
             pos = None
             if req.response_id is not None:
                 pos = ids.index(req.response_id) if req.response_id in ids else None
@@ -190,7 +192,7 @@ def plain_estimates(tr: Transcript, name: str) -> tuple[list[HarnessEstimate], l
         if req.usage is not None and (req.response_id is not None or name == "opencode"):
             reports.append(k)
         own = tr.request(k)
-        learns = name == "claude_code" and own.usage is not None and own.response_id is not None
+        learns = name in ("claude_code", "claude_code_usage") and own.usage is not None and own.response_id is not None
         if learns and own.usage is not None and own.response_id is not None and not compaction_call(k):
             rough = size(own.response_id)
             if rough > 0 and own.usage.output >= rough:

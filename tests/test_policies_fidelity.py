@@ -286,7 +286,7 @@ def test_a_compaction_call_recorded_as_a_request_steps_back() -> None:
     b.user("task")
     b.reply(usage(100_000, 10))
     b.user("more")
-    b.reply(usage(150_000, 10))
+    b.reply(usage(140_000, 10))
     b.user("more")
     b.reply(usage(185_000, 100))
     trigger = b.user("compact")
@@ -300,9 +300,9 @@ def test_a_compaction_call_recorded_as_a_request_steps_back() -> None:
     assert harness_estimate(t, "opencode", 4) == 185_100  # the last step's input + output
     f = fidelity(t, "opencode", 200_000)
     (ev,) = f.events
-    assert f.trigger == 180_000 and ev.recorded_after_request == ev.simulated_after_request == 3
+    assert f.trigger == 148_000 and ev.recorded_after_request == ev.simulated_after_request == 3
     assert ev.match and ev.counted and (f.matches, f.misses) == (1, 0)
-    assert ev.harness_estimate == 185_100 and ev.previous_harness_estimate == 150_010
+    assert ev.harness_estimate == 185_100 and ev.previous_harness_estimate == 140_010
 
 
 def idle_session() -> Build:

@@ -160,10 +160,17 @@ def result_text(m: Message) -> str:
 
 
 def window_for(view: Sequence[Message], policy: Policy, below: int = 1) -> Budget:
-    """A budget under `policy` whose trigger sits `below` tokens under the view's estimate."""
-    tokens = total(view, EST)
-    reserve = policy.output_reserve + policy.safety_buffer
-    return policy.budget(tokens - below + reserve)
+    """A budget under `policy` whose trigger sits at least `below` tokens under the view's
+    estimate: the largest window whose trigger does (the trigger grows with the window)."""
+    want = total(view, EST) - below
+    low, high = 1, 8 * want + 100_000
+    while low < high:
+        mid = (low + high + 1) // 2
+        if policy.budget(mid).trigger <= want:
+            low = mid
+        else:
+            high = mid - 1
+    return policy.budget(low)
 
 
 # --- presets and budgets ----------------------------------------------------------------------
@@ -201,10 +208,15 @@ def test_claude_code_budget_at_200k() -> None:
 
 
 def test_opencode_budget_is_usable_context() -> None:
+    # the newest rule (1.18.x, overflow.ts @31e22f65): context - min(max output, 32,000) - min(20,000, it)
     b = OPENCODE.budget(200_000)
-    assert b.trigger == 180_000  # usable = context - min(20,000, max output)
+    assert b.trigger == 148_000
     capped = replace(OPENCODE, max_output=4_096).budget(200_000)
-    assert capped.trigger == 195_904
+    assert capped.trigger == 200_000 - 4_096 - 4_096
+    # the compaction.ts era (0.6-1.1): context - min(max output, 32,000)
+    assert OPENCODE.budget(200_000, version="1.1.3").trigger == 168_000
+    # mid 2025: 0.9 x (context - min(max output, 32,000))
+    assert OPENCODE.budget(200_000, version="0.4.0").trigger == 151_200
 
 
 def test_codex_trigger_is_90_percent_of_the_window() -> None:

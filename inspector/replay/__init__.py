@@ -114,7 +114,7 @@ class Replay:
         self.window_source = window_source
         self.estimator = estimator
         self.calibration = calibration
-        self.budget = policy.budget(window)
+        self.budget = policy.budget(window, transcript=transcript)
         self.pipeline = policy.pipeline(messages=transcript.messages)
         self._steps: OrderedDict[int, Step] = OrderedDict()
         self._overhead = overhead_message()
@@ -389,6 +389,7 @@ class Replay:
             blocking=b.blocking,
             harness=self.harness,
             harness_wrote_transcript=self.harness_wrote_it,
+            rule=b.rule,
         )
 
     def harness_estimates(self) -> list[int]:

@@ -45,6 +45,7 @@ from inspector.shaping.policy import SUMMARIZING_LAYERS
 from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator
 from inspector.tokens.harness import (
     ESTIMATORS,
+    estimator_for,
     harness_tokens,
     harness_window,
     is_compaction_call,
@@ -94,6 +95,7 @@ class Fidelity(Struct, frozen=True, kw_only=True):
     """Recorded against simulated events for one transcript under one policy and window.
 
     `matches` / `misses` count the counted events only; `events` lists them all, in request order.
+    `rule`: the harness rule that set the trigger, with its figures (None: the policy names none).
     """
 
     matches: int
@@ -103,6 +105,7 @@ class Fidelity(Struct, frozen=True, kw_only=True):
     estimator: str
     window: int | None
     trigger: int
+    rule: str | None = None
 
 
 @dataclass(slots=True)
@@ -149,7 +152,9 @@ class _Context:
         self.tr = replay.transcript
         self.policy = replay.policy
         self.budget = replay.budget
-        self.spec = ESTIMATORS[self.policy.trigger_estimator]
+        self.estimator = estimator_for(self.tr, self.policy)
+        """The estimator the harness decided with (for a harness preset, its version's)."""
+        self.spec = ESTIMATORS[self.estimator]
         self.est: tuple[int, ...] = harness_tokens(self.tr, self.policy)
         """The harness's estimate before each request (index 0 is request 1)."""
         self.ends = segment_end_estimates(self.tr, self.policy)
@@ -193,8 +198,15 @@ class _Context:
         ledger = tuple(by_id[i] for i in self.tr.segments[seg].message_ids if i in by_id)
         return _summarizes(self._run(ledger))
 
+    @property
+    def at_or_above(self) -> bool:
+        """How the harness compares (its rule's way where the budget names one, else its estimator's)."""
+        own = self.budget.at_or_above
+        return self.spec.at_or_above if own is None else own
+
     def over(self, value: int) -> bool:
-        return self.spec.over(value, self.budget.trigger)
+        t = self.budget.trigger
+        return value >= t if self.at_or_above else value > t
 
     def simulate(self) -> list[_Sim]:
         tr = self.tr
@@ -204,7 +216,7 @@ class _Context:
         prev: int | None = None
         est = self.est
         t = self.budget.trigger
-        at_or_above = self.spec.at_or_above
+        at_or_above = self.at_or_above
         for req in tr.requests:
             k = req.index
             if seg is not None and req.segment != seg:
@@ -271,7 +283,11 @@ class _Context:
 
 def _compactions(ctx: _Context) -> list[FidelityEvent]:
     tr = ctx.tr
-    compacts = ctx.policy.summarizer is not None and any(n in SUMMARIZING_LAYERS for n in ctx.policy.layers)
+    compacts = (
+        ctx.policy.summarizer is not None
+        and ctx.budget.auto_compact
+        and any(n in SUMMARIZING_LAYERS for n in ctx.policy.layers)
+    )
     sims = ctx.simulate() if compacts else []
     out: list[FidelityEvent] = []
     for e in (e for e in tr.events if e.kind is EventKind.COMPACTION):
@@ -284,7 +300,11 @@ def _compactions(ctx: _Context) -> list[FidelityEvent]:
         counted = compacts and e.trigger in COUNTED_TRIGGERS
         match = sim is not None and sim.after == d
         if not compacts:
-            note = "the policy has no compaction layer (or no summarizer), not counted"
+            note = (
+                "the harness's rule for this version has no auto compaction, not counted"
+                if not ctx.budget.auto_compact
+                else "the policy has no compaction layer (or no summarizer), not counted"
+            )
         elif match:
             note = "the policy compacts after the same request"
         elif sim is None:
@@ -444,9 +464,10 @@ def fidelity(
         misses=sum(1 for ev in counted if not ev.match),
         events=events,
         policy=replay.policy.name,
-        estimator=replay.policy.trigger_estimator,
+        estimator=ctx.estimator,
         window=replay.window,
         trigger=replay.budget.trigger,
+        rule=replay.budget.rule,
     )
 
 

@@ -68,6 +68,8 @@ def render_report(report: Report) -> RenderableType:
             + (f" · blocking {b.blocking:,}" if b.blocking is not None else "")
         ),
     )
+    if b.rule:
+        head.add_row("rule", _text(b.rule))
     if report.skipped:
         head.add_row("skipped", _text(", ".join(f"{k} {v:,}" for k, v in report.skipped.items())))
     parts.append(head)
@@ -255,7 +257,7 @@ def _fidelity_table(fidelity: dict[str, Any], most: int = 30) -> Table:
         title_justify="left",
     )
     table.add_column("event", no_wrap=True)
-    for col in ("recorded", "simulated", "harness est."):
+    for col in ("recorded", "simulated", "harness est.", "line", "est. before"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("")
     events: list[dict[str, Any]] = list(fidelity.get("events", []))
@@ -274,10 +276,12 @@ def _fidelity_table(fidelity: dict[str, Any], most: int = 30) -> Table:
             _n(e.get("recorded_after_request")),
             _n(e.get("simulated_after_request")),
             _n(e.get("harness_estimate")),
+            _n(e.get("threshold")),
+            _n(e.get("previous_harness_estimate")),
             _text(f"{mark} {e.get('note', '')}"),
         )
     if len(shown) < len(events):
-        table.add_row("…", "", "", "", f"and {len(events) - len(shown):,} more that match")
+        table.add_row("…", "", "", "", "", "", f"and {len(events) - len(shown):,} more that match")
     return table
 
 

@@ -148,6 +148,13 @@ class BudgetRow(Struct, kw_only=True):
             "not what it would have estimated"
         ),
     ] = None
+    rule: Annotated[
+        str | None,
+        Meta(
+            description="the harness rule (by the transcript's version) that set the trigger, with its "
+            "figures; says so where the version is unknown or newer than every rule"
+        ),
+    ] = None
 
 
 class LayerRow(Struct, kw_only=True):

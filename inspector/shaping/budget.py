@@ -1,14 +1,21 @@
 """The budget: every shaping threshold, derived once from the window and the policy (DESIGN.md §2.1).
 
 Layers, UI lines and reports all read one `Budget`, so what is drawn cannot drift from what is
-enforced. Nothing else in the code base hard-codes a trigger or a target.
+enforced. Nothing else in the code base hard-codes a trigger or a target: a harness preset's lines
+come from the table of harness rules by version (`inspector.shaping.rules`), which
+`Budget.for_rule` reads.
 """
 
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from msgspec import Struct
+from msgspec.structs import replace
+
+if TYPE_CHECKING:
+    from .rules import ResolvedRule
 
 DEFAULT_OUTPUT_RESERVE = 20_000
 """Tokens kept free for the model's answer."""
@@ -31,9 +38,7 @@ AFFORDABLE_GROUP_TOKENS = DEFAULT_TOOL_RESULT_BUDGET // 4
 """Tokens one maximum-size tool exchange costs (16,000 chars / 4). OpenCollab divides by the default
 budget even when a policy sets another `tool_result_budget`; so does this."""
 
-# Harness constants whose values coincide with the defaults above live here too, so each such
-# number has one home. (Claude Code's `COMPACT_MAX_OUTPUT_TOKENS` and `AUTOCOMPACT_BUFFER_TOKENS`,
-# and opencode's `COMPACTION_BUFFER`, are DEFAULT_OUTPUT_RESERVE and DEFAULT_SAFETY_BUFFER.)
+# Harness constants that are not compaction lines (those are in `rules.py`, by version).
 OPENCODE_PRUNE_MINIMUM = 20_000
 """opencode `PRUNE_MINIMUM`: prune only when more than this many tokens (chars/4) would be freed."""
 CODEX_USER_MESSAGE_TOKENS = 20_000
@@ -85,6 +90,20 @@ class Budget(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     results_kept: int
     tool_result_budget: int = DEFAULT_TOOL_RESULT_BUDGET
     blocking: int | None = None
+    warning: int | None = None
+    """Where the harness starts warning (None: the policy names no harness rule)."""
+    rule: str | None = None
+    """Which harness rule set these lines, with its figures ("Claude Code 2.0.22 · auto compact
+    at 155,000 (window 200,000 − output 32,000 − buffer 13,000) · rule 1.0.113–2.0.x")."""
+    auto_compact: bool = True
+    """False where the harness's rule has no auto compaction (the trigger is drawn at the window)."""
+    clear_mode: str | None = None
+    """The rule's microcompact (`rules.Microcompact.mode`: none, legacy, time); None: the layer's own."""
+    clear_min_saving: int = 0
+    """A legacy microcompact clears only when it frees at least this many tokens."""
+    at_or_above: bool | None = None
+    """How the harness's rule compares its estimate with the trigger (`>=` True, `>` False; None:
+    as its estimator does, `EstimatorSpec.at_or_above`)."""
 
     @classmethod
     def for_window(
@@ -130,6 +149,56 @@ class Budget(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
             results_kept=min(DEFAULT_RESULTS_KEPT, affordable) if results_kept is None else results_kept,
             tool_result_budget=tool_result_budget,
             blocking=blocking,
+        )
+
+    @classmethod
+    def for_rule(
+        cls,
+        resolved: ResolvedRule,
+        *,
+        target_ratio: float = DEFAULT_TARGET_RATIO,
+        tool_result_budget: int = DEFAULT_TOOL_RESULT_BUDGET,
+        groups_kept: int | None = None,
+        results_kept: int | None = None,
+    ) -> Budget:
+        """The lines of a harness rule worked out for one window and model (`rules.resolve`).
+
+        The trigger, reserve, blocking and warning lines are the rule's; the safety buffer is what
+        lies between the trigger and the reserve; the target is `target_ratio` of the trigger.
+        Kept results: the rule's microcompact keeps (3 legacy, 5 time-based) unless overridden.
+        """
+        window = resolved.window
+        trigger = resolved.trigger
+        reserve = max(0, min(resolved.reserve, window - trigger))
+        base = cls.for_window(
+            window,
+            output_reserve=reserve,
+            safety_buffer=max(0, window - reserve - trigger),
+            target_ratio=target_ratio,
+            tool_result_budget=tool_result_budget,
+            groups_kept=groups_kept,
+            results_kept=results_kept,
+        )
+        mc = resolved.rule.microcompact
+        target = max(1, min(trigger - 1, int(trigger * target_ratio)))
+        affordable = affordable_groups(target)
+        kept = results_kept
+        if kept is None:
+            kept = mc.keep if mc.mode in ("legacy", "time") else min(DEFAULT_RESULTS_KEPT, affordable)
+        return replace(
+            base,
+            trigger=trigger,
+            target=target,
+            affordable_groups=affordable,
+            groups_kept=min(DEFAULT_GROUPS_KEPT, affordable) if groups_kept is None else groups_kept,
+            results_kept=kept,
+            blocking=resolved.blocking,
+            warning=resolved.warning,
+            rule=resolved.text,
+            auto_compact=resolved.auto,
+            clear_mode=mc.mode if resolved.rule.harness == "claude-code" else None,
+            clear_min_saving=mc.min_saving,
+            at_or_above=resolved.rule.at_or_above,
         )
 
     @property

@@ -11,8 +11,8 @@ Constants (notes/claude-code-transcripts.md §2.4, §4, §7.2; seeds/001):
   are restored (`POST_COMPACT_MAX_FILES_TO_RESTORE = 5`, `POST_COMPACT_MAX_TOKENS_PER_FILE =
   5_000`, `POST_COMPACT_TOKEN_BUDGET = 50_000`); 3 consecutive failures open the circuit breaker
   (`MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES = 3`).
-The thresholds themselves (auto-compact at effective - 13,000, blocking at effective - 3,000) live
-in the policy's budget (`policy.py`, preset `claude-code`).
+The thresholds themselves (the auto-compact, blocking and warning lines, and which microcompact the
+version had) are in the table of rules by version (`rules.py`), read into the policy's budget.
 """
 
 from __future__ import annotations
@@ -69,7 +69,6 @@ PERSISTED_OPEN = "<persisted-output>"
 PERSISTED_CLOSE = "</persisted-output>"
 CACHE_LIFETIME_MINUTES = 60.0
 """Time-based microcompact's gap: the 1-hour prompt cache has expired, so clearing costs nothing extra."""
-KEEP_RECENT = 5
 RESTORE_FILES = 5
 RESTORE_FILE_TOKENS = 5_000
 RESTORE_BUDGET = 50_000
@@ -258,6 +257,11 @@ class Microcompact(ToolOutputClear):
         sizer: TokenMemo = memo(estimator)
         src = tuple(view)
         before = sizer.view(src)
+        mode = budget.clear_mode
+        if mode == "none":
+            return no_change(self, src, before, "this Claude Code version has no microcompact", forced)
+        if mode == "legacy":
+            return self._legacy(src, budget, sizer, before, forced=forced, explain=explain)
         if forced or before > budget.trigger:
             return super().apply(src, budget, sizer, forced=forced, explain=explain)
         gap = idle_minutes(src)
@@ -270,6 +274,41 @@ class Microcompact(ToolOutputClear):
         result = super().apply(src, budget, sizer, forced=True, explain=explain)
         old = pressure(before, budget, True)
         new = f"idle {gap:,.0f} min since the last assistant message > {limit:g}-min cache lifetime"
+        return dataclasses.replace(
+            result,
+            reason=result.reason.replace(old, new, 1),
+            decisions=tuple(
+                dataclasses.replace(d, reason=d.reason.replace(old, new, 1)) for d in result.decisions
+            ),
+            forced=False,
+        )
+
+
+    def _legacy(
+        self, src: tuple[Message, ...], budget: Budget, sizer: TokenMemo, before: int, *, forced: bool, explain: bool
+    ) -> LayerResult:
+        """The client microcompact of Claude Code ~1.0.68-2.1.68 (`rules.Microcompact` "legacy"): at
+        or over the warning line, keep the `results_kept` (3) most recent compactable results and
+        clear the older ones, only if that frees `clear_min_saving` (20,000) tokens. (Its other
+        condition, that those results hold over 40,000 tokens, is implied by the saving.)"""
+        line = budget.warning if budget.warning is not None else budget.trigger
+        if not forced and before < line:
+            return no_change(self, src, before, f"{before:,} under the warning line {line:,}", forced)
+        result = super().apply(src, budget, sizer, forced=True, explain=explain)
+        saved = result.tokens_before - result.tokens_after
+        if result.fired and not forced and saved < budget.clear_min_saving:
+            return no_change(
+                self,
+                src,
+                before,
+                f"{before:,} at or over the warning line {line:,}, but clearing would free {saved:,} "
+                f"tokens, under {budget.clear_min_saving:,}",
+                forced,
+            )
+        if forced:
+            return result
+        old = pressure(before, budget, True)
+        new = f"estimate {before:,} at or over the warning line {line:,}"
         return dataclasses.replace(
             result,
             reason=result.reason.replace(old, new, 1),
@@ -293,7 +332,7 @@ def _cut_to(text: str, tokens: int, sizer: Sizer) -> str:
 
 
 class FullCompact:
-    """Claude Code's auto compaction: reactive, above `budget.trigger` (167,000 for 200k) or forced.
+    """Claude Code's auto compaction: reactive, above `budget.trigger` (the version's line) or forced.
 
     Replaces the whole conversation with ONE summary message (`This session is being continued
     from a previous conversation that ran out of context. ...` then the summary): every foldable

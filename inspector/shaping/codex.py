@@ -4,8 +4,8 @@ Constants (notes/opencode-codex.md §B3-§B4, `codex-rs/core/src/compact.rs`, `t
 - tool output is truncated when recorded into history, by the turn's truncation policy,
   `TruncationPolicy::Bytes(10_000)` by default: the middle goes, head and tail stay, with a
   `…N chars truncated…` marker (the preset's `tool_result_budget`, in bytes);
-- auto compaction at `auto_compact_token_limit = context_window * 9 / 10` (the preset's
-  `trigger_ratio`); the new history is the most recent real user messages, newest first up to
+- auto compaction at `auto_compact_token_limit = context_window * 9 / 10` from 0.48 (the line,
+  by version, is in `rules.RULES`); the new history is the most recent real user messages, newest first up to
   `COMPACT_USER_MESSAGE_MAX_TOKENS` = 20,000 (bytes / 4; the one that does not fit is truncated
   in the middle), in chronological order, then ONE user message holding `SUMMARY_PREFIX` and the
   summary; assistant messages, tool calls and tool outputs are dropped.
@@ -28,7 +28,6 @@ from .summarize import Summarizer
 
 TOOL_OUTPUT_LIMIT_BYTES = 10_000
 COMPACT_USER_MESSAGE_MAX_TOKENS = CODEX_USER_MESSAGE_TOKENS
-AUTO_COMPACT_SHARE = 0.9
 SUMMARY_PREFIX = (
     "Another language model started to solve this problem and produced a summary of its thinking "
     "process. You also have access to the state of the tools that were used by that language model. "

@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from inspector.model import Message
+from inspector.model import Message, Transcript
 
 from .auto_compact import AutoCompact
 from .base import Layer
@@ -36,17 +36,17 @@ from .budget import (
 from .claude_code import (
     CACHE_LIFETIME_MINUTES,
     CLAUDE_CODE_TOOLS,
-    KEEP_RECENT,
     PREVIEW_THRESHOLD,
     FullCompact,
     LargeResultPreview,
     Microcompact,
 )
-from .codex import AUTO_COMPACT_SHARE, TOOL_OUTPUT_LIMIT_BYTES, CodexCompact, MiddleTruncate
+from .codex import TOOL_OUTPUT_LIMIT_BYTES, CodexCompact, MiddleTruncate
 from .eager_clear import DEFAULT_EAGER_KEEP, EagerToolOutputClear
 from .history_snip import OldHistorySnip
 from .opencode import OpencodeCompact, OpencodePrune
 from .pipeline import Pipeline
+from .rules import HARNESS_NAMES, resolve, resolve_for
 from .summarize import ExtractiveSummarizer, RecordedSummarizer, Summarizer
 from .tool_budget import PerToolResultBudget
 from .tool_output_clear import ToolOutputClear
@@ -84,7 +84,7 @@ SUMMARIZING_LAYERS = frozenset({"auto_compact", "full_compact", "opencode_compac
 
 SUMMARIZER_NAMES = ("extractive", "recorded", "model")
 
-TRIGGER_ESTIMATORS = ("heuristic", "claude_code", "opencode", "codex")
+TRIGGER_ESTIMATORS = ("heuristic", "claude_code", "claude_code_usage", "opencode", "codex")
 """The harness estimators a policy may name for its trigger decisions (`inspector.tokens.harness`)."""
 
 
@@ -104,6 +104,11 @@ class Policy(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     `max_output` caps the output reserve (reserve = min(output_reserve, max_output));
     `trigger_ratio` puts the trigger at that share of the window instead (Codex: 0.9);
     `idle_gap_minutes` is microcompact's time trigger (None: off).
+    `rules` names the harness whose table of rules by version (`inspector.shaping.rules`) sets the
+    trigger, output reserve, blocking and warning lines, the microcompact and the estimator, for
+    the version the transcript records (claude-code, codex, opencode; None: the lines come from
+    `output_reserve`, `safety_buffer`, `trigger_ratio` and `blocking_buffer`). A policy file that
+    sets one of those four leaves the table, unless it names `rules` itself.
     """
 
     name: str
@@ -123,6 +128,7 @@ class Policy(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     max_output: int | None = None
     trigger_ratio: float | None = None
     idle_gap_minutes: float | None = None
+    rules: str | None = None
 
     def __post_init__(self) -> None:
         """Every value checked beyond its type when a policy is made (by name, from a file, or by
@@ -140,13 +146,38 @@ class Policy(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
         )
         if self.summarizer is not None and self.summarizer.strip().lower() in _NO_SUMMARIZER:
             set_field(self, "summarizer", None)
+        if self.rules is not None:
+            key = self.rules.strip().lower().replace("_", "-")
+            set_field(self, "rules", None if key in _NO_SUMMARIZER else key)
 
-    def budget(self, window: int | None) -> Budget:
+    def budget(
+        self,
+        window: int | None,
+        *,
+        transcript: Transcript | None = None,
+        model: str | None = None,
+        version: str | None = None,
+    ) -> Budget:
         """Every threshold for `window` (None: unknown) under this policy.
 
-        The output reserve is min(output_reserve, max_output). With `trigger_ratio`, the trigger is
-        floor(window * ratio) and the safety buffer is what lies between it and the reserve.
+        With `rules`, the harness's rule for the version `transcript` records (or `version`; none:
+        the newest rule) on `window` with `model` (default: the transcript's), its max output
+        capped by `max_output` where set (`rules.resolve`). Without: the output reserve is
+        min(output_reserve, max_output); with `trigger_ratio`, the trigger is floor(window * ratio)
+        and the safety buffer is what lies between it and the reserve.
         """
+        if self.rules is not None and window is not None and window > 0:
+            if version is not None or transcript is None:
+                resolved = resolve(self.rules, version, window, model, max_output=self.max_output)
+            else:
+                resolved = resolve_for(self.rules, transcript, window, model, max_output=self.max_output)
+            return Budget.for_rule(
+                resolved,
+                target_ratio=self.target_ratio,
+                tool_result_budget=self.tool_result_budget,
+                groups_kept=self.groups_kept,
+                results_kept=self.results_kept,
+            )
         reserve = (
             self.output_reserve if self.max_output is None else min(self.output_reserve, self.max_output)
         )
@@ -210,6 +241,14 @@ def _summarizer_problem(name: str | None) -> str | None:
     return f"unknown summarizer {name!r} (known: {', '.join(SUMMARIZER_NAMES)}, none)"
 
 
+def _rules_problem(name: str | None) -> str | None:
+    if name is None or name.strip().lower() in _NO_SUMMARIZER:
+        return None
+    if name.strip().lower().replace("_", "-") in HARNESS_NAMES:
+        return None
+    return f"unknown rules {name!r} (known: {', '.join(HARNESS_NAMES)}, none)"
+
+
 def _estimator_problem(name: str) -> str | None:
     if normalize_name(name) in TRIGGER_ESTIMATORS:
         return None
@@ -248,6 +287,7 @@ _CHECKS: dict[str, Callable[[Any], str | None]] = {
     "max_output": _at_least(1),
     "trigger_ratio": _above_zero(1, False, "must be between 0 (exclusive) and 1"),
     "idle_gap_minutes": _above_zero(math.inf, False, "must be > 0 (or omitted: no time trigger)"),
+    "rules": _rules_problem,
 }
 """Policy field -> what is wrong with a value of it (None: nothing), for `Policy.__post_init__`."""
 
@@ -268,37 +308,34 @@ NO_HISTORY_COMPACTION = Policy(
 CLAUDE_CODE = Policy(
     name="claude-code",
     description=(
-        "Claude Code: tool results over 50,000 chars become a 2 KB preview; microcompact keeps the 5 "
-        "most recent Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write results (under pressure, or "
-        "after a 60-min idle gap); auto compact at effective - 13,000 (167,000 for 200k) restores up "
-        "to 5 read files; blocking at effective - 3,000."
+        "Claude Code, as the version that wrote the session had it (its table of rules by version): "
+        "tool results over 50,000 chars become a 2 KB preview; microcompact clears old "
+        "Read/Bash/Grep/Glob/WebSearch/WebFetch/Edit/Write results; auto compact at the version's "
+        "line (2.1.21+: window - min(max output, 20,000) - 13,000, 167,000 for 200k; 1.0.113-2.1.20: "
+        "window - max output - 13,000, 155,000; older: 0.92 x (window - max output)) restores up to "
+        "5 read files."
     ),
     layers=("large_result_preview", "microcompact", "full_compact"),
     tool_result_budget=PREVIEW_THRESHOLD,
     compactable_tools=CLAUDE_CODE_TOOLS,
-    results_kept=KEEP_RECENT,
     summarizer="recorded",
-    output_reserve=DEFAULT_OUTPUT_RESERVE,  # COMPACT_MAX_OUTPUT_TOKENS: min(max output, 20,000)
-    safety_buffer=DEFAULT_SAFETY_BUFFER,  # AUTOCOMPACT_BUFFER_TOKENS
-    blocking_buffer=3_000,  # MANUAL_COMPACT_BUFFER_TOKENS
     idle_gap_minutes=CACHE_LIFETIME_MINUTES,
     trigger_estimator="claude_code",
+    rules="claude-code",
 )
 """Claude Code (`services/compact/autoCompact.ts`, `microCompact.ts`; notes/claude-code-transcripts.md
-§2.4, §4, §7.2; seeds/001):
+§2.4, §4, §7.2; notes/harness-versions.md §1; seeds/001):
 
-- effective window = window - min(max output, 20,000) (`COMPACT_MAX_OUTPUT_TOKENS`): the output
-  reserve, 20,000 for every current Claude model (set `max_output` for a smaller one);
-- auto compact at effective - 13,000 (`AUTOCOMPACT_BUFFER_TOKENS`): 167,000 for 200,000;
-- blocking limit at effective - 3,000 (`MANUAL_COMPACT_BUFFER_TOKENS`): 177,000 for 200,000;
+- the auto-compact, blocking and warning lines, the output reserve, the microcompact and the
+  estimator are those of the version the transcript records (`rules.RULES`, where each figure
+  cites its evidence: the corpus' recorded compactions and notes/harness-versions.md); unknown or
+  newer than every rule: the newest rule. `max_output` stands for `CLAUDE_CODE_MAX_OUTPUT_TOKENS`;
 - tool results over 50,000 characters become a `<persisted-output>` 2 KB preview;
-- microcompact: Read, Bash, Grep, Glob, WebSearch, WebFetch, Edit, Write (`COMPACTABLE_TOOLS`),
-  keeping the 5 most recent (`keepRecent`), under pressure or after an idle gap longer than the
-  prompt-cache lifetime (60 minutes);
+- microcompact: Read, Bash, Grep, Glob, WebSearch, WebFetch, Edit, Write (`COMPACTABLE_TOOLS`);
 - after compaction up to 5 recently read files are restored, 5,000 tokens each, 50,000 in all;
   the circuit breaker opens after 3 consecutive failures;
-- trigger decisions use Claude Code's own figure: the last report + that response's output +
-  characters/4 of what came after it (`tokenCountWithEstimation`), `>=` the threshold;
+- trigger decisions use Claude Code's own figure, `>=` the line: the last response's usage
+  (1.0.x, 2.0.x), plus characters/4 of what came after it (2.1, `tokenCountWithEstimation`);
 - the summary is the one the transcript recorded where there is one (else extractive).
 """
 
@@ -306,21 +343,22 @@ OPENCODE = Policy(
     name="opencode",
     description=(
         "opencode: prune clears tool output beyond the newest 40,000 tokens (skipping the last 2 user "
-        "turns and `skill` output) when more than 20,000 would be freed; on overflow (tokens >= "
-        "context - min(20,000, max output)) it summarizes all but a tail of recent turns."
+        "turns and `skill` output) when more than 20,000 would be freed; on overflow (the version's "
+        "line; 1.18: context - min(max output, 32,000) - min(20,000, max output)) it summarizes all "
+        "but a tail of recent turns."
     ),
     layers=("opencode_prune", "opencode_compact"),
     summarizer="recorded",
-    output_reserve=DEFAULT_OUTPUT_RESERVE,  # COMPACTION_BUFFER: reserved = min(20,000, max output)
-    safety_buffer=0,
     trigger_estimator="opencode",
+    rules="opencode",
 )
 """opencode (`packages/opencode/src/session/compaction.ts`, `overflow.ts`; notes/opencode-codex.md
 §A2-§A4; seeds/002):
 
-- overflow when tokens >= usable = context - reserved, reserved = min(`COMPACTION_BUFFER` 20,000,
-  max output): the trigger is window - 20,000 (180,000 for 200,000; set `max_output` for a
-  model whose output limit is smaller);
+- overflow by the version's rule (`rules.RULES`): 1.18.x (overflow.ts @31e22f65) usable =
+  context - maxOutputTokens - reserved, maxOutputTokens = min(limit.output, 32,000), reserved =
+  min(`COMPACTION_BUFFER` 20,000, maxOutputTokens): 148,000 for 200,000; older versions by date
+  (assumed, see the table);
 - prune (`PRUNE_MINIMUM` 20,000, `PRUNE_PROTECT` 40,000, `PRUNE_PROTECTED_TOOLS` ["skill"]) walks
   newest to oldest, skips the last 2 user turns, protects the newest 40,000 tokens of tool
   output, clears only when more than 20,000 would be freed; cleared output reads
@@ -334,21 +372,21 @@ OPENCODE = Policy(
 CODEX = Policy(
     name="codex",
     description=(
-        "Codex: tool output truncated to 10,000 bytes from the middle; auto compaction at 90% of the "
-        "window keeps the recent user messages (up to 20,000 tokens) plus one summary message."
+        "Codex: tool output truncated to 10,000 bytes from the middle; auto compaction at the "
+        "version's line (0.48+: 90% of the window) keeps the recent user messages (up to 20,000 "
+        "tokens) plus one summary message."
     ),
     layers=("middle_truncate", "codex_compact"),
     tool_result_budget=TOOL_OUTPUT_LIMIT_BYTES,
     summarizer="recorded",
-    output_reserve=0,
-    safety_buffer=0,
-    trigger_ratio=AUTO_COMPACT_SHARE,
     trigger_estimator="codex",
+    rules="codex",
 )
 """Codex CLI (`codex-rs/core/src/compact.rs`, `truncate.rs`, `model_family.rs`; notes/opencode-codex.md
 §B3-§B4):
 
-- auto compaction at `context_window * 9 / 10` (the trigger is 90% of the window given; a rollout
+- auto compaction by the version's rule (`rules.RULES`; 0.48 and later `context_window * 9 / 10`,
+  0.40-0.47 a fixed limit for gpt-5-codex only, none before): the trigger is 90% of the window given; a rollout
   states 95% of the model's window as `model_context_window`, so for Codex's own line pass
   `inspector.tokens.harness.harness_window(transcript)`, 272,000 for a 258,400 rollout);
 - tool output truncated to `TruncationPolicy::Bytes(10_000)` from the middle (`tool_result_budget`);
@@ -422,8 +460,14 @@ def _check_keys(data: Mapping[str, Any], allowed: Sequence[str], where: str) -> 
             raise PolicyError(f"{where}: unknown key {key!r} (allowed: {', '.join(allowed)})")
 
 
+OWN_LINES = ("output_reserve", "safety_buffer", "trigger_ratio", "blocking_buffer")
+"""Parameters that set a policy's lines itself: a file that gives one leaves the harness table."""
+
+
 def _build(base: Policy, name: str, params: Mapping[str, Any], where: str) -> Policy:
     merged = {**msgspec.structs.asdict(base), **params, "name": name}
+    if "rules" not in params and any(k in params for k in OWN_LINES):
+        merged["rules"] = None
     try:
         return msgspec.convert(merged, Policy, strict=False)  # (20000.0 and "20000" are 20000)
     except msgspec.ValidationError as exc:

@@ -23,6 +23,13 @@ believed it was about to send at k, before k's report was known:
   recorded output below characters/4 of the response's own blocks is taken for such a snapshot
   and replaced by characters/4 of the blocks plus the session's median (output - characters/4)
   over the responses recorded with a final count before it (0 until there are 3 of those).
+- `claude_code_usage` (Claude Code 1.0.x and 2.0.x): the last report's whole input plus its
+  response's output (with the stale-snapshot correction above), nothing for the messages after
+  it: the 1.0.34 bundle sums the last real response's usage alone (chunks.94.mjs:674-690), and the
+  corpus agrees (1.0.113: `preTokens` 155,241 = 155,084 + 157 with a tool result and a user turn
+  after that response; 2.0.22: 157,932 = 157,134 + 798, less than what followed). Which of the
+  two a Claude Code transcript is estimated with follows its recorded version
+  (`estimator_for`, `inspector.shaping.rules`).
 - `opencode` (`isOverflow`): the last step's tokens, input + output + cache read + cache write
   (`tokens.total`); nothing is added for what came after it. With no report yet, characters/4
   (opencode `Token.estimate`, `Math.round(length / 4)`) of the ledger.
@@ -35,8 +42,9 @@ gives every request's `HarnessEstimate` with its parts, `harness_tokens(transcri
 numbers alone (computed once per transcript and estimator, in one pass). At the first request of
 a segment that a compaction began, `tokens` is the estimate of the compacted ledger actually
 sent, and `before_compaction` the estimate of the old ledger as it stood when the harness decided
-to compact (for Claude Code's auto compaction in spotter `fa812bfe`: the recorded `preTokens`,
-167,117, against 167,100 here).
+to compact (for Claude Code's auto compactions in the corpus, against the recorded `preTokens`:
+2.1.39 spotter `fa812bfe` 167,117 for 167,117; 2.0.22 157,834 for 157,932; 1.0.113 155,409 for
+155,431 and 155,241 for 155,241).
 """
 
 from __future__ import annotations
@@ -110,6 +118,14 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
     "claude_code": EstimatorSpec(
         "claude_code",
         "Claude Code: last report + its response's output + chars/4 of the messages after it",
+        True,
+        True,
+        "Claude Code",
+        "claude-code",
+    ),
+    "claude_code_usage": EstimatorSpec(
+        "claude_code_usage",
+        "Claude Code 1.0/2.0: the last response's usage (input + cache + output) alone",
         True,
         True,
         "Claude Code",
@@ -474,6 +490,8 @@ class _Pass:
     def __init__(self, transcript: Transcript, name: str) -> None:
         self.tr = transcript
         self.name = name
+        self.adds = name not in ("opencode", "claude_code_usage")
+        """Whether the estimate adds what came after the report's response."""
         self.size = _rough(name)
         self._sizes: dict[str, int] = {}
         self._summaries: set[str] = set()
@@ -503,7 +521,7 @@ class _Pass:
         sums = pre[1]
         if end < len(sums):
             return sums
-        upto = end if self.name == "opencode" else len(ids)
+        upto = end if not self.adds else len(ids)
         sizes = self._sizes
         by_id = self._by_id
         size = self.size
@@ -556,7 +574,7 @@ class _Pass:
         if rough is not None and recorded < rough:
             out, stale = max(recorded, rough + self._median_offset()), True
         appended = 0
-        if self.name != "opencode":
+        if self.adds:
             sums = self._sums(ids, end)
             appended = sums[end] - sums[0 if start < 0 else (start if start < end else end)]
         return HarnessEstimate(
@@ -582,9 +600,9 @@ class _Pass:
         n_requests = len(requests)
         segments = tr.segments
         name = self.name
-        learns = name == "claude_code"
+        learns = name in ("claude_code", "claude_code_usage")
         rough_only = name == "heuristic"
-        adds = name != "opencode"  # adds what came after the report's response
+        adds = self.adds  # adds what came after the report's response
         any_report = name == "opencode"
         sizes = self._sizes
         summaries = self._summaries
@@ -628,7 +646,7 @@ class _Pass:
                 if rough is not None and recorded < rough:
                     output, stale = max(recorded, rough + self._median_offset()), True
                 appended = 0
-                if adds:  # (opencode adds nothing: what it has not sized, it need not size)
+                if adds:  # (opencode and Claude Code 1.0/2.0 add nothing: what it has not sized, it need not size)
                     if end >= len(sums):
                         sums = self._sums(ids, end)
                     appended = sums[end] - sums[0 if start < 0 else (start if start < end else end)]
@@ -722,6 +740,25 @@ def _name_of(policy: HasTriggerEstimator | str) -> str:
     return estimator_name(policy if isinstance(policy, str) else policy.trigger_estimator)
 
 
+def estimator_for(transcript: Transcript, policy: HasTriggerEstimator | str) -> str:
+    """The estimator a policy decides with on this transcript: an estimator name as given; a
+    policy's `trigger_estimator`, or, for a policy with harness `rules` (the harness presets), the
+    estimator of the rule for the version the transcript records (Claude Code 2.0.22:
+    `claude_code_usage`; 2.1.39: `claude_code`), where it is one of the same harness."""
+    name = _name_of(policy)
+    if isinstance(policy, str):
+        return name
+    rules = getattr(policy, "rules", None)
+    if not isinstance(rules, str) or not rules:
+        return name
+    from inspector.shaping.rules import FORMAT_HARNESS, recorded_version, rule_for
+
+    version = recorded_version(transcript) if FORMAT_HARNESS.get(transcript.format) == rules else None
+    own = rule_for(rules, version)[0].estimator
+    same = ESTIMATORS.get(own)
+    return own if same is not None and same.harness == ESTIMATORS[name].harness else name
+
+
 _CACHE_LOCK = threading.Lock()
 """Guards `_CACHE` (the app asks from worker threads); a pass itself runs outside it."""
 
@@ -742,7 +779,7 @@ def _cached(transcript: Transcript, name: str) -> _Result | None:
 
 
 def _computed(transcript: Transcript, policy: HasTriggerEstimator | str) -> _Result:
-    name = _name_of(policy)
+    name = estimator_for(transcript, policy)
     result = _cached(transcript, name)
     if result is not None:
         return result
@@ -761,7 +798,7 @@ def cached_harness_tokens(
 ) -> tuple[int, ...] | None:
     """`harness_tokens` if it was computed for this transcript already, else None (nothing is
     computed: for a caller that must not wait for a pass)."""
-    result = _cached(transcript, _name_of(policy))
+    result = _cached(transcript, estimator_for(transcript, policy))
     return result.tokens if result is not None else None
 
 
@@ -837,6 +874,7 @@ __all__ = [
     "cached_harness_tokens",
     "chars4",
     "claude_code_rough",
+    "estimator_for",
     "estimator_name",
     "harness_estimate",
     "harness_estimate_detail",

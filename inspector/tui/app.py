@@ -686,7 +686,8 @@ class MainScreen(Screen[None]):
             f"window {tokens(replay.window)} ({replay.window_source})" if replay.window else "window unknown"
         )
         name = self.file_name
-        self.title_text = f"{name} · policy {replay.policy.name} · {window}"
+        rule = f" · {replay.budget.rule}" if replay.budget.rule else ""  # the harness rule, by version
+        self.title_text = f"{name} · policy {replay.policy.name} · {window}{rule}"
         self._show_title()
 
     def _show_title(self) -> None:

@@ -30,11 +30,12 @@ from inspector.live.follow import (
 from inspector.model import Transcript
 from inspector.replay import Replay
 from inspector.shaping import Policy
+from inspector.shaping.rules import CLAUDE_WARNING_BELOW
 
-WARNING_BELOW_TRIGGER = 20_000
+WARNING_BELOW_TRIGGER = CLAUDE_WARNING_BELOW
 """Claude Code warns 20,000 tokens below its auto-compact threshold (its warning and error
-thresholds sit at threshold - 20,000); the app draws its warning line the same distance below the
-policy's trigger, but never below the target."""
+thresholds sit at threshold - 20,000; the figure is the table of rules'); the app draws its
+warning line the same distance below the policy's trigger, but never below the target."""
 READ_CHUNK = 4 << 20
 """Bytes read between two progress reports while a transcript is opened."""
 
