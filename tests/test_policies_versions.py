@@ -119,7 +119,6 @@ def test_the_1_0_113_compactions_are_predicted_at_the_recorded_requests(tmp_path
     check_predicted(LROY, as_jsonl(LROY, tmp_path))
 
 
-@pytest.mark.xfail(strict=True, reason="needs the JSON-array reader from main")
 def test_the_json_array_file_itself_is_predicted() -> None:
     check_predicted(LROY, corpus_file(LROY))
 
