@@ -193,7 +193,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="NAME",
         help="run only this check (repeatable): reread, stop_reason, orphans, compaction_storm, "
-        "overflow, loops, pressure",
+        "overflow, api_errors, loops, pressure",
     )
     _add_shaping_options(f)
 

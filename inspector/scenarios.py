@@ -12,7 +12,10 @@ Two phenomena need more than one replayed request, and have their own functions:
 - `overflow_recovery(replay, k)`: what forced mode (every reactive layer compacting to its target
   unconditionally, pinned messages still protected) sends at request k, the estimates before and
   after, and whether that fits the window; `overflow_incidents(replay)` pairs every recorded
-  "prompt is too long" error with its single retry and says whether the run stopped, and why.
+  "prompt is too long" error (a failed call, no request: an `EventKind.API_ERROR` event after
+  request k) with its single retry and says whether the run stopped, and why. Forced mode for a
+  rejected call runs on the ledger it was made with: the retry's (request k + 1, before its
+  response), or, when no request followed, request k's ledger and what was written after it.
 - `persisted_run(replay)`: the policy run by a harness that keeps what it compacted (the
   compacted view is the next request's starting point, as in harnesses that rewrite their
   history), which is where the gap between trigger and target decides whether the next request
@@ -29,9 +32,9 @@ from functools import cache
 
 from msgspec import Struct
 
-from inspector.findings.checks import OVERFLOW, harness_text
+from inspector.findings.checks import api_errors, call_text, is_overflow_error
 from inspector.formats import load
-from inspector.model import Message, SourceKind, Transcript
+from inspector.model import SEGMENT_EVENTS, Message, RecordedEvent, SourceKind, Transcript
 from inspector.replay import Replay, ReplayError
 from inspector.replay.cache import cache_cost
 from inspector.shaping import Action, ShapeResult, group_spans, load_policy, pin_label
@@ -47,6 +50,7 @@ __all__ = [
     "PersistedStep",
     "Stop",
     "Tour",
+    "call_ledger",
     "open_scenario",
     "overflow_incidents",
     "overflow_recovery",
@@ -96,7 +100,10 @@ class Tour(Struct, frozen=True, kw_only=True):
 class ForcedRecovery(Struct, frozen=True, kw_only=True):
     """Forced mode at one request: what it sends, the estimates before and after, whether it fits.
 
-    `tokens_before` is the estimate of the view the normal pipeline sends at that request (what
+    `request` is the request whose calibration sizes the messages: forced mode at request k runs
+    on its ledger; for a rejected call (no request) on the ledger that call was made with
+    (`call_after` says after which request it was made; see `call_ledger`).
+    `tokens_before` is the estimate of the view the normal pipeline sends on that ledger (what
     the provider rejected), `tokens_after` that of the forced view. Above the trigger every
     reactive layer already compacts toward its target, so the two are equal there; forced mode
     frees more only where the estimate was under the trigger. `limit` is the window (what the
@@ -122,6 +129,10 @@ class ForcedRecovery(Struct, frozen=True, kw_only=True):
     """What forced mode sends, in order (the overhead pseudo-message first)."""
     view: tuple[Message, ...] = ()
     """The messages themselves, in that order."""
+    call_after: int | None = None
+    """Set when the ledger is a rejected call's (made after that request), not request `request`'s."""
+    normal: ShapeResult | None = None
+    """What the normal (unforced) pipeline made of the same ledger."""
 
     @property
     def freed(self) -> int:
@@ -129,13 +140,21 @@ class ForcedRecovery(Struct, frozen=True, kw_only=True):
 
 
 class OverflowIncident(Struct, frozen=True, kw_only=True):
-    """A request the provider rejected as too long, its single retry, and how it ended."""
+    """A call the provider rejected as too long, its single retry, and how it ended.
 
-    request: int
+    The rejected call is no request: it was made after request `after_request` (k), and the
+    transcript records it as an API error (`line`). Its retry is the next call: request k + 1
+    when that went through, or another overflow with no request between (`retry_overflowed`).
+    """
+
+    after_request: int
+    line: int | None
     error: str
     recovery: ForcedRecovery
+    """Forced mode on the ledger the rejected call was made with."""
     retry: int | None
-    """The request that retried it (the next one), if the transcript has it."""
+    """The request that retried it (k + 1), when the retry went through; None when the retry was
+    rejected too or the transcript ends before any."""
     retry_overflowed: bool
     stopped: bool
     reason: str
@@ -237,18 +256,26 @@ def _protected(view: Sequence[Message], keep: int, size: Callable[[Message], int
     return pinned, recent
 
 
-def overflow_recovery(replay: Replay, k: int) -> ForcedRecovery:
+def overflow_recovery(
+    replay: Replay, k: int, ledger: Sequence[Message] | None = None, *, call_after: int | None = None
+) -> ForcedRecovery:
     """What forced mode sends at request `k` (overflow recovery), and whether it fits the window.
 
-    Runs a fresh pipeline of the replay's policy over request k's ledger with `forced=True`:
-    every reactive layer compacts toward its target even under the trigger; pinned messages and
-    the last groups stay. Fits means the forced estimate is at most the window (unknown window:
-    at most the trigger).
+    Runs a fresh pipeline of the replay's policy over request k's ledger (or `ledger`, sized
+    with request k's calibration: a rejected call's, see `call_ledger`; `call_after` says after
+    which request that call was made) with `forced=True`: every reactive layer compacts toward
+    its target even under the trigger; pinned messages and the last groups stay. Fits means the
+    forced estimate is at most the window (unknown window: at most the trigger).
     """
     step = replay.step(k)
     sizer = _sizer(replay, k)
-    pipeline = replay.policy.pipeline(messages=replay.transcript.messages)
-    forced = pipeline.run(step.ledger, replay.budget, sizer, forced=True)
+    messages = replay.transcript.messages
+    if ledger is None or [m.id for m in ledger] == [m.id for m in step.ledger]:
+        ledger, normal = step.ledger, step.result
+    else:
+        ledger = tuple(ledger)
+        normal = replay.policy.pipeline(messages=messages).run(ledger, replay.budget, sizer)
+    forced = replay.policy.pipeline(messages=messages).run(ledger, replay.budget, sizer, forced=True)
     view = forced.final
     pinned, recent = _protected(view, replay.budget.groups_kept, sizer.message)
     largest = max(view, key=sizer.message)
@@ -256,8 +283,8 @@ def overflow_recovery(replay: Replay, k: int) -> ForcedRecovery:
     return ForcedRecovery(
         request=k,
         limit=limit,
-        ledger_tokens=step.result.input_tokens,
-        tokens_before=step.result.sent_tokens,
+        ledger_tokens=normal.input_tokens,
+        tokens_before=normal.sent_tokens,
         tokens_after=forced.sent_tokens,
         fits=forced.sent_tokens <= (limit if limit is not None else replay.budget.trigger),
         fired=_fired(forced),
@@ -270,14 +297,61 @@ def overflow_recovery(replay: Replay, k: int) -> ForcedRecovery:
         largest_tokens=sizer.message(largest),
         message_ids=[m.id for m in view],
         view=view,
+        call_after=call_after,
+        normal=normal,
     )
 
 
-def _overflow_error(transcript: Transcript, k: int) -> str | None:
-    """The provider's "too long" message that answered request `k`, if it was one."""
-    response = transcript.response(k)
-    text = harness_text(response) if response is not None else None
-    return text if text is not None and OVERFLOW.search(text) else None
+def call_ledger(replay: Replay, error: RecordedEvent) -> tuple[int, tuple[Message, ...]]:
+    """The ledger a failed call (an API error after request k, no request) was made with, and
+    the request whose calibration sizes it.
+
+    The retry's ledger (request k + 1, before its response: the overhead first), without what
+    was written after the error; when no request followed (or a compaction recorded after the
+    error began the retry's ledger afresh), request k's ledger and the messages
+    of its segment written after it and before the error (the segment begun by a compaction
+    recorded in between, if there is one), sized as at request k.
+    """
+    t = replay.transcript
+    n = len(replay)
+    k = error.after_request
+    line = error.line
+
+    def before(m: Message) -> bool:
+        return line is None or m.origin is None or m.origin.line < line
+
+    # a compaction (or a cleared context) recorded after the error began the retry's ledger afresh
+    reset = any(
+        e.kind in SEGMENT_EVENTS and e.after_request == k and (line is None or (e.line or 0) > line)
+        for e in t.events
+    )
+    if k < n and (not reset or k == 0):
+        ledger = replay.step(k + 1).ledger
+        cut = len(ledger)
+        while cut > 1 and not before(ledger[cut - 1]):
+            cut -= 1
+        return k + 1, ledger[:cut]
+    step = replay.step(k)
+    seg = step.request.segment
+    begun = [
+        e.segment
+        for e in t.events
+        if e.kind in SEGMENT_EVENTS
+        and e.after_request == k
+        and e.segment is not None
+        and seg < e.segment < len(t.segments)
+        and (line is None or (e.line or 0) < line)
+    ]
+    if begun:
+        ids = t.segments[max(begun)].message_ids
+        return k, (step.ledger[0], *(m for i in ids if before(m := t.message(i))))
+    added: list[Message] = []
+    for mid in t.segments[seg].message_ids[step.request.ledger_len :]:
+        m = t.message(mid)
+        if not before(m):
+            break
+        added.append(m)
+    return k, (*step.ledger, *added)
 
 
 def _forced_text(recovery: ForcedRecovery) -> str:
@@ -296,47 +370,60 @@ def overflow_incidents(replay: Replay) -> list[OverflowIncident]:
 
     The protocol replayed is OpenCollab's safety net: on a provider overflow, recompact once in
     forced mode and retry once; a second overflow stops the run (phase STOPPED, with a reason).
-    The request right after an overflow is its retry; an overflow there is the second one, not a
-    new incident (a third in a row would be: a new run after a manual continue).
+    The overflows are the failed calls the harness recorded (`EventKind.API_ERROR` events whose
+    text says "prompt is too long"...): a call after request k is retried by the next call,
+    which is request k + 1 when it went through; an overflow after the same request k (no request
+    between) is that retry rejected, not a new incident (a third in a row would be: a new run
+    after a manual continue). Forced mode runs on the ledger the rejected call was made with
+    (`call_ledger`). A transcript with no request has no ledger to replay: no incident.
     """
-    t = replay.transcript
     n = len(replay)
-    errors = {k: e for k in range(1, n + 1) if (e := _overflow_error(t, k)) is not None}
+    if n == 0:
+        return []
+    errors = [e for e in api_errors(replay.transcript) if is_overflow_error(e)]
     out: list[OverflowIncident] = []
-    retried: set[int] = set()
-    for k, error in errors.items():
-        if k in retried:
-            continue
-        recovery = overflow_recovery(replay, k)
-        retry = k + 1 if k < n else None
-        again = retry is not None and retry in errors
-        if retry is not None:
-            retried.add(retry)
+    i = 0
+    while i < len(errors):
+        error = errors[i]
+        k = error.after_request
+        again = i + 1 < len(errors) and errors[i + 1].after_request == k
+        i += 2 if again else 1
+        at, ledger = call_ledger(replay, error)
+        recovery = overflow_recovery(replay, at, ledger, call_after=k)
+        call = call_text(k)
         limit = f"{recovery.limit:,}" if recovery.limit is not None else "unknown"
-        if retry is None:
-            reason = (
-                f"request {k} was rejected as too long and the transcript ends before any retry; forced "
-                f"mode would send {recovery.tokens_after:,} tokens (limit {limit})"
+        went_on = k < n
+        retry: int | None = None
+        if again:
+            still = (
+                f"still over the {limit}-token window"
+                if not recovery.fits
+                else f"within the {limit}-token window by the estimate"
             )
-            stopped = True
-        elif again:
             reason = (
-                f"context overflow: request {k} was rejected as too long; {_forced_text(recovery)}, still over "
-                f"the {limit}-token window, and the single retry (request {retry}) was rejected too, so the run "
-                f"stopped: {recovery.pinned_tokens:,} tokens are pinned and {recovery.recent_tokens:,} sit in "
-                f"the last {replay.budget.groups_kept} groups, which no layer removes"
+                f"context overflow: {call} was rejected as too long; {_forced_text(recovery)}, {still}, and "
+                "the single retry (the next call, no request between) was rejected too, so the run stopped: "
+                f"{recovery.pinned_tokens:,} tokens are pinned and {recovery.recent_tokens:,} sit in the last "
+                f"{replay.budget.groups_kept} groups, which no layer removes"
+            )
+            if went_on:
+                reason += f"; the session went on at request {k + 1}"
+            stopped = True
+        elif not went_on:
+            reason = (
+                f"{call} was rejected as too long and the transcript ends before any retry; forced mode "
+                f"would send {recovery.tokens_after:,} tokens (limit {limit})"
             )
             stopped = True
         else:
-            reason = (
-                f"request {k} was rejected as too long; {_forced_text(recovery)} and the retry (request "
-                f"{retry}) went through"
-            )
+            retry = k + 1
+            reason = f"{call} was rejected as too long; {_forced_text(recovery)} and the retry (request {retry}) went through"
             stopped = False
         out.append(
             OverflowIncident(
-                request=k,
-                error=error,
+                after_request=k,
+                line=error.line,
+                error=error.detail or "",
                 recovery=recovery,
                 retry=retry,
                 retry_overflowed=again,
@@ -631,44 +718,50 @@ def _stops_overflow(replay: Replay, _: Replay | None) -> list[Stop]:
         raise ReplayError("the scenario records no overflow: regenerate it")
     inc = incidents[0]
     rec = inc.recovery
-    k = inc.request
-    r = replay.step(k).result
+    k = _need(inc.after_request or None, "an overflow after a request")
+    normal = rec.normal
+    assert normal is not None
     limit = rec.limit or 0
-    calm = replay.step(k - 1).result
-    step = replay.step(k)
-    paste = next(m for m in reversed(step.ledger) if m.is_human)
+    calm = replay.step(k).result
+    paste = next(m for m in reversed(rec.view) if m.is_human)
+    paste_tokens = _sizer(replay, rec.request).message(paste)
+    call = call_text(k)
     out = [
         _stop(
             replay,
-            k - 1,
+            k,
             "Before the paste",
-            f"The session is small: {calm.sent_tokens:,} tokens sent, under the trigger "
+            f"The session is small: {calm.sent_tokens:,} tokens sent at request {k}, under the trigger "
             f"({replay.budget.trigger:,}; {_budget_line(replay)}). Then the user pastes a whole nightly CI log "
-            f"into one message: {len(paste.text):,} characters, {step.weights.get(paste.id, 0):,} tokens.",
+            f"into one message: {len(paste.text):,} characters, {paste_tokens:,} tokens.",
         ),
         _stop(
             replay,
             k,
-            "The provider rejects the request",
-            f'The provider answered "{inc.error}". The ledger holds {rec.ledger_tokens:,} tokens; the pipeline '
-            f"fired ({_layers_text(r)}) and the view is still {rec.tokens_before:,}, over the {limit:,}-token "
-            "window. The harness answers an overflow with forced mode: every reactive layer compacts to its "
-            f"target unconditionally. Here that sends {rec.tokens_after:,} tokens: the layers had already done "
-            "what they may, because the estimate was far over the trigger (forced mode frees more only when the "
-            "estimate said 'under the trigger' and the provider disagreed).",
+            f"The provider rejects {call}",
+            f'The next call carries the paste, and the provider answers "{inc.error}": it never becomes a '
+            f"request (the transcript records it as an API error after request {k}, with no usage). Its "
+            f"ledger holds {rec.ledger_tokens:,} tokens; the pipeline fired ({_layers_text(normal)}) and the view "
+            f"is still {rec.tokens_before:,}, over the {limit:,}-token window. The harness answers an overflow "
+            "with forced mode: every reactive layer compacts to its target unconditionally. Here that sends "
+            f"{rec.tokens_after:,} tokens: the layers had already done what they may, because the estimate was "
+            "far over the trigger (forced mode frees more only when the estimate said 'under the trigger' and "
+            "the provider disagreed).",
         ),
     ]
-    if inc.retry is not None:
+    if inc.retry_overflowed or inc.retry is not None:
+        retry = f"request {inc.retry}" if inc.retry is not None else "the next call"
         out.append(
             _stop(
                 replay,
-                inc.retry,
+                inc.retry if inc.retry is not None else k,
                 "One retry, then a graceful stop" if inc.stopped else "One retry, and it went through",
-                f"The harness retries once with the forced view (request {inc.retry}). "
+                f"The harness retries once with the forced view ({retry}). "
                 + (
-                    f'It is rejected again, and a second overflow stops the run, with this reason: "{inc.reason}". '
-                    f"The largest message alone, the pasted log, weighs {rec.largest_tokens:,} tokens; "
-                    "pinned sources stay protected even in forced mode. Retrying again would only fail again."
+                    "It is rejected again, a second API error with no request between, and a second overflow "
+                    f'stops the run, with this reason: "{inc.reason}". The largest message alone, the pasted '
+                    f"log, weighs {rec.largest_tokens:,} tokens; pinned sources stay protected even in forced "
+                    "mode. Retrying again would only fail again."
                     if inc.stopped
                     else inc.reason + "."
                 ),

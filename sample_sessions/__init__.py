@@ -123,12 +123,12 @@ SCENARIOS: dict[str, SampleInfo] = {
     "overflow-stop": SampleInfo(
         name="overflow-stop",
         file="scenarios/overflow-stop.jsonl",
-        title="(e) A provider overflow: forced mode, one retry, a graceful stop: 7 requests",
+        title="(e) A provider overflow: forced mode, one retry, a graceful stop: 5 requests",
         description=(
             "After a short investigation the user pastes a whole nightly CI log into one message, and the "
-            "provider rejects the request as too long. The harness recompacts in forced mode and retries "
-            "once; the log itself is the newest message, which no layer removes, so the retry is rejected "
-            "too and the run stops with its reason."
+            "provider rejects the call after request 5 as too long: an API error, not a request. The harness "
+            "recompacts in forced mode and retries once; the log itself is the newest message, which no layer "
+            "removes, so the retry is rejected too and the run stops with its reason."
         ),
         window=60_000,
     ),

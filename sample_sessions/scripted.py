@@ -39,8 +39,8 @@ from sample_sessions.generate import (
 __all__ = ["PROMPT_TOO_LONG", "SCENARIO_RECIPES", "SCRIPTS", "ScenarioRecipe", "generate_scenario"]
 
 PROMPT_TOO_LONG = "Prompt is too long"
-"""What Claude Code 2.x writes as the synthetic assistant message when the API rejects a request as
-too long (`isApiErrorMessage`, model `<synthetic>`)."""
+"""What Claude Code 2.x writes as the synthetic assistant message when the API rejects a call as
+too long (`isApiErrorMessage`, model `<synthetic>`; no request: an API error event)."""
 
 
 class _Script:
@@ -80,17 +80,29 @@ class _Script:
         self.writer.respond(thinking=think, text=text, calls=[], interleave=False, lead_blank=False)
 
     def api_error(self, text: str = PROMPT_TOO_LONG) -> None:
-        """A request the API rejected: Claude Code's synthetic assistant message, no usage billed."""
+        """A call the API rejected: Claude Code's synthetic assistant message, all-zero usage (as
+        real sessions write it). It is no request: the reader records it as an API error event
+        after the request before it, so the writer's request count does not move."""
         w = self.writer
         uid = self.ids.uuid()
         record = w._envelope(w.parent)
         record["message"] = {
             "id": self.ids.uuid(),
+            "container": None,
             "model": "<synthetic>",
             "role": "assistant",
             "stop_reason": "stop_sequence",
             "stop_sequence": "",
             "type": "message",
+            "usage": {
+                "input_tokens": 0,
+                "output_tokens": 0,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "server_tool_use": {"web_search_requests": 0},
+                "service_tier": None,
+                "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+            },
             "content": [{"type": "text", "text": text}],
         }
         record.update(
@@ -101,7 +113,6 @@ class _Script:
         )
         w._emit(record)
         w.parent = uid
-        w.requests += 1
 
     def end(self) -> None:
         self.writer.end_turn()
@@ -264,6 +275,8 @@ def _overflow(s: _Script) -> None:
         "time; I'd need the failing run's log to say which."
     )
     s.ask("Here is the whole nightly log, find the failure in it:\n\n" + _nightly_log(s.rng, 165_000))
+    # the call after request 5 carries the log and is rejected; its one retry (the forced view)
+    # is rejected too: two API errors, no request between, and the run stops
     s.api_error()
     s.api_error()
     s.ask("That log is too big for one request. I'll cut it down to the failing run and start a new session.")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -143,6 +144,15 @@ class Session:
     def compaction(self, after_request: int, **extra: Any) -> None:
         self.events.append(RecordedEvent(kind=EventKind.COMPACTION, after_request=after_request, **extra))
 
+    def api_error(self, text: str | None) -> None:
+        """A failed call after the requests so far (Claude Code's API-error line): a recorded event,
+        no message, no request."""
+        made = sum(1 for m in self.messages if m.role is Role.ASSISTANT)
+        line = len(self.messages) + len(self.events) + 1
+        self.events.append(
+            RecordedEvent(kind=EventKind.API_ERROR, detail=text, after_request=made, line=line)
+        )
+
     def transcript(self) -> Transcript:
         requests: list[Request] = []
         for pos, m in enumerate(self.messages):
@@ -193,6 +203,7 @@ def test_registry_names_every_check_with_a_docstring() -> None:
         "orphans",
         "compaction_storm",
         "overflow",
+        "api_errors",
         "loops",
         "pressure",
     ]
@@ -634,39 +645,83 @@ def test_simulated_snip_cutting_again_and_again_is_a_storm() -> None:
 def test_prompt_too_long_then_compaction_and_retry() -> None:
     s = Session()
     s.call("Read", {"file_path": "a.py"}, "A", usage=190_000)
-    s.say("Prompt is too long: 201,234 tokens > 200000 maximum", model="<synthetic>")
+    s.api_error("Prompt is too long: 201,234 tokens > 200000 maximum")
     s.user("This session is being continued from a previous conversation.", is_summary=True)
-    s.say("Continuing.", usage=40_000)
-    s.compaction(2, pre_tokens=201_234, post_tokens=30_000)
-    found = run(s.replay(), "overflow")
-    assert [(f.kind, f.severity, f.request) for f in found] == [("overflow", "warning", 2)]
+    retry = s.say("Continuing.", usage=40_000)
+    s.compaction(1, pre_tokens=201_234, post_tokens=30_000)
+    replay = s.replay()
+    assert len(replay) == 2  # the rejected call is no request
+    found = run(replay, "overflow")
+    assert [(f.kind, f.severity, f.request, f.message_ids) for f in found] == [
+        ("overflow", "warning", 2, (retry,))
+    ]
     assert found[0].explanation == (
-        'the provider rejected request 2 as too long: "Prompt is too long: 201,234 tokens > 200000 maximum" '
-        "(201,234 tokens against a limit of 200,000); retried at request 3 with 40,000 tokens after a recorded compaction"
+        'the provider rejected the call after request 1 as too long: "Prompt is too long: 201,234 tokens > '
+        '200000 maximum" (201,234 tokens against a limit of 200,000); retried at request 2 with 40,000 tokens '
+        "after a recorded compaction"
     )
+    # an API error that is an overflow is the overflow check's, not also an api_error finding
+    assert run(replay, "api_errors") == []
+
+
+def test_a_retry_with_nothing_recorded_between_and_a_compaction_before_the_error() -> None:
+    s = Session()
+    s.call("Read", {"file_path": "a.py"}, "A", usage=150_000)
+    s.compaction(1, pre_tokens=150_000, post_tokens=20_000, line=1)  # before the error (line 4)
+    s.api_error("prompt is too long: 210000 tokens > 200000 maximum")
+    s.say("Ok.")  # no usage reported
+    found = run(s.replay(), "overflow")
+    assert [f.explanation.split("; ")[-1] for f in found if f.kind == "overflow"] == [
+        "retried at request 2 (no usage reported) with no compaction in between"
+    ]
 
 
 def test_overflow_with_no_success_after_it_stops_the_run() -> None:
     s = Session()
     s.call("Read", {"file_path": "a.py"}, "A", usage=150_000)
-    s.say(
+    s.api_error(
         'API Error: 400 {"type":"error","error":{"type":"invalid_request_error","message":'
-        '"input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000"}}',
-        model="<synthetic>",
+        '"input length and `max_tokens` exceed context limit: 188240 + 21333 > 200000"}}'
     )
     s.user("please continue")
-    s.say("API Error: 400 prompt is too long", model="<synthetic>")
-    found = run(s.replay(), "overflow")
-    assert [(f.kind, f.severity, f.request) for f in found] == [
-        ("overflow", "error", 2),
-        ("overflow", "error", 3),
+    s.api_error("API Error: 400 prompt is too long")
+    replay = s.replay()
+    assert len(replay) == 1
+    found = run(replay, "overflow")
+    assert [(f.kind, f.severity, f.request, f.message_ids) for f in found] == [
+        ("overflow", "error", 1, ()),
+        ("overflow", "error", 1, ()),
     ]
-    assert (
-        "(188,240 tokens against a limit of 200,000); no request succeeded after it: the run stopped here"
-        in found[0].explanation
+    # (findings at one request are sorted by their text: the second error's comes first)
+    second, first = (f.explanation for f in found)
+    assert first.startswith('the provider rejected the call after request 1 as too long: "API Error: 400 {')
+    # the second call after request 1, with no request between, is the retry: rejected too
+    assert first.endswith(
+        "(188,240 tokens against a limit of 200,000); its retry was rejected too (the next call, with no "
+        "request between)"
     )
-    assert "overflow 2 in a row; no request succeeded" in found[1].explanation
+    assert second == (
+        'the provider rejected the call after request 1 as too long: "API Error: 400 prompt is too long"; '
+        "overflow 2 in a row; no request succeeded after it: the run stopped here"
+    )
     assert exit_code(found) == 1
+
+
+def test_overflow_written_as_a_response_in_other_formats() -> None:
+    # formats that write a provider error as the request's response (no API-error event)
+    s = Session()
+    s.call("Read", {"file_path": "a.py"}, "A", usage=150_000)
+    s.say("API Error: 400 prompt is too long")
+    found = run(s.replay(), "overflow")
+    assert [(f.kind, f.severity, f.request, f.explanation) for f in found] == [
+        (
+            "overflow",
+            "error",
+            2,
+            'the provider rejected request 2 as too long: "API Error: 400 prompt is too long"; '
+            "no request succeeded after it: the run stopped here",
+        )
+    ]
 
 
 def test_overflow_words_in_tool_output_or_a_human_turn_are_not_errors() -> None:
@@ -740,6 +795,123 @@ def test_simulated_auto_compact_stuck_above_the_trigger() -> None:
     )
     assert f.explanation.endswith("a harness with a circuit breaker stops compacting after 3")
     assert run(s.replay("opencollab", 200_000), "overflow") == []
+
+
+# -- API errors ---------------------------------------------------------------------------------------------
+
+
+def test_every_api_error_is_its_own_finding_where_it_happened() -> None:
+    s = Session()
+    s.call("Bash", {"command": "pytest"}, "ok", usage=20_000)
+    s.api_error('API Error: 529 {"type":"overloaded_error","message":"Overloaded"}')
+    s.api_error("API Error: Connection error.")
+    s.call("Bash", {"command": "pytest -x"}, "ok", usage=21_000)
+    s.say("Done.", usage=22_000)
+    s.api_error("5-hour limit reached \u2219 resets 9pm")
+    s.api_error(None)
+    replay = s.replay()
+    assert len(replay) == 3  # no failed call is a request
+    found = run(replay, "api_errors")
+    assert [(f.kind, f.severity, f.request, f.message_ids, f.explanation) for f in found] == [
+        (
+            "api_error",
+            "info",
+            2,
+            (),
+            'the call after request 1 failed: "API Error: 529 {"type":"overloaded_error","message":"Overloaded"}"; '
+            "the next call failed too",
+        ),
+        (
+            "api_error",
+            "info",
+            2,
+            (),
+            'the call after request 1 failed: "API Error: Connection error."; API error 2 in a row; '
+            "the next request (2) went through",
+        ),
+        (
+            "api_error",
+            "warning",
+            3,
+            (),
+            'the call after request 3 failed: "5-hour limit reached \u2219 resets 9pm"; the next call failed too',
+        ),
+        (
+            "api_error",
+            "warning",
+            3,
+            (),
+            "the call after request 3 failed: (no error text recorded); API error 2 in a row; "
+            "no request after it: the session ends here",
+        ),
+    ]
+    assert exit_code(found) == 0
+
+
+def test_api_error_text_is_quoted_not_raw() -> None:
+    s = Session()
+    s.api_error("API Error: \x1b[31mboom\x1b[0m\nsecond line " + "x" * 200)
+    s.say("Ok.", usage=1_000)
+    [f] = run(s.replay(), "api_errors")
+    assert f.request == 1 and f.severity == "info"
+    assert f.explanation.startswith("the first call failed: ")
+    # control characters made visible, whitespace squeezed to one line, cut to 80 characters
+    assert "\x1b" not in f.explanation and "\n" not in f.explanation
+    assert '"API Error: \\x1b[31mboom\\x1b[0m second line xxx' in f.explanation
+    quoted = f.explanation.split('"')[1]
+    assert len(quoted) == 80 and quoted.endswith("…")
+    assert f.explanation.endswith("; the next request (1) went through")
+
+
+def test_an_api_error_inserted_in_a_real_session(tmp_path: Path) -> None:
+    original = corpus_file("claude-code/applabnl-a9185eb7.jsonl")
+    recs = [json.loads(line) for line in original.read_text().splitlines() if line.strip()]
+    # a real prompt: the call it led to was rejected (overloaded); the answer hangs off the error
+    at = next(
+        i
+        for i, r in enumerate(recs)
+        if r.get("type") == "user" and isinstance(r["message"].get("content"), str) and i > 5
+    )
+    child = next(i for i in range(at + 1, len(recs)) if recs[i].get("parentUuid") == recs[at]["uuid"])
+    error = {
+        "parentUuid": recs[at]["uuid"],
+        "isSidechain": False,
+        "type": "assistant",
+        "uuid": "11111111-2222-4333-8444-555555555555",
+        "sessionId": recs[at]["sessionId"],
+        "timestamp": recs[at]["timestamp"],
+        "message": {
+            "id": "e8a8302f-dff7-4a50-9e13-b9ed31ab31eb",
+            "model": "<synthetic>",
+            "role": "assistant",
+            "type": "message",
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+            "content": [{"type": "text", "text": "API Error: 529 overloaded_error"}],
+        },
+        "isApiErrorMessage": True,
+    }
+    recs[child] = dict(recs[child], parentUuid=error["uuid"])
+    recs.insert(at + 1, error)
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    before = load(original)
+    replay = Replay.open(load(edited))
+    assert len(replay) == len(before.requests)
+    k = next(e.after_request for e in replay.transcript.events if e.kind is EventKind.API_ERROR)
+    assert 1 <= k < len(replay)
+    found = find_all(replay)
+    assert [(f.severity, f.request, f.explanation) for f in found if f.kind == "api_error"] == [
+        (
+            "info",
+            k + 1,
+            f'the call after request {k} failed: "API Error: 529 overloaded_error"; '
+            f"the next request ({k + 1}) went through",
+        )
+    ]
+    # the other findings are those of the file without the error line
+    assert [(f.kind, f.request) for f in found if f.kind != "api_error"] == [
+        (f.kind, f.request) for f in find_all(Replay.open(before))
+    ]
 
 
 # -- loops --------------------------------------------------------------------------------------------------
@@ -867,7 +1039,7 @@ def test_no_reports_uses_the_calibrated_estimate() -> None:
 def test_find_all_sorts_by_request_and_shapes_each_request_once(monkeypatch: pytest.MonkeyPatch) -> None:
     s = growing_session(40)
     s.call("Bash", {"command": "ls"}, "a b c", usage=300_000)
-    s.say("Prompt is too long", model="<synthetic>")
+    s.api_error("Prompt is too long")
     replay = s.replay(EAGER, 20_000 + 13_000 + 12_000)
     runs: list[int] = []
     original = replay.pipeline.run

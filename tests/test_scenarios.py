@@ -5,12 +5,23 @@ from __future__ import annotations
 import pytest
 
 from inspector.findings import find_all
-from inspector.model import Message, Role, Source, SourceKind, TextBlock, ToolResultBlock
+from inspector.model import (
+    EventKind,
+    Message,
+    Origin,
+    RecordedEvent,
+    Role,
+    Source,
+    SourceKind,
+    TextBlock,
+    ToolResultBlock,
+)
 from inspector.model.transcript import Request, Segment, Transcript, Usage
 from inspector.replay import Replay, ReplayError
 from inspector.scenarios import (
     STORM_SPAN,
     ForcedRecovery,
+    call_ledger,
     open_scenario,
     overflow_incidents,
     overflow_recovery,
@@ -163,39 +174,68 @@ def test_d_auto_compact_is_the_last_resort_and_the_pinned_task_survives() -> Non
 
 def test_e_the_transcript_records_two_overflow_errors_that_findings_recognise() -> None:
     replay = open_scenario("overflow-stop")
-    found = find_all(replay, ["overflow"])
-    assert [(f.kind, f.severity, f.request) for f in found] == [
-        ("overflow", "error", 6),
-        ("overflow", "error", 7),
+    t = replay.transcript
+    # the rejected call and its retry are no requests: two API errors after request 5 (lines 25, 26)
+    assert len(t.requests) == 5
+    assert [(e.kind, e.after_request, e.line, e.detail) for e in t.events] == [
+        (EventKind.API_ERROR, 5, 25, "Prompt is too long"),
+        (EventKind.API_ERROR, 5, 26, "Prompt is too long"),
     ]
-    assert found[1].explanation.endswith(
-        '"Prompt is too long"; overflow 2 in a row; no request succeeded after it: the run stopped here'
-    )
-    assert replay.step(6).reported is None and replay.step(7).reported is None
+    assert all(r.usage is not None and r.usage.context > 0 for r in t.requests)
+    found = find_all(replay, ["overflow", "api_errors"])
+    assert [(f.kind, f.severity, f.request, f.explanation) for f in found] == [
+        (
+            "overflow",
+            "error",
+            5,
+            'the provider rejected the call after request 5 as too long: "Prompt is too long"; '
+            "its retry was rejected too (the next call, with no request between)",
+        ),
+        (
+            "overflow",
+            "error",
+            5,
+            'the provider rejected the call after request 5 as too long: "Prompt is too long"; '
+            "overflow 2 in a row; no request succeeded after it: the run stopped here",
+        ),
+    ]
     assert replay.step(5).reported == 16_858
 
 
-def test_e_forced_mode_at_the_rejected_request_does_not_fit() -> None:
+def test_e_forced_mode_on_the_ledger_of_the_rejected_call_does_not_fit() -> None:
     replay = open_scenario("overflow-stop")
-    rec = overflow_recovery(replay, 6)
+    [inc] = overflow_incidents(replay)
+    rec = inc.recovery
     assert isinstance(rec, ForcedRecovery)
+    # no request followed the call: its ledger is request 5's, its response and the paste, sized
+    # as at request 5; the user's last message (written after the errors) is not in it
+    k, ledger = call_ledger(replay, replay.transcript.events[0])
+    step = replay.step(5)
+    response = replay.transcript.response(5)
+    assert response is not None
+    paste = ledger[-1]
+    assert k == 5 and [m.id for m in ledger] == [m.id for m in step.ledger] + [response.id, paste.id]
+    assert paste.is_human and paste.text.startswith("Here is the whole nightly log")
+    last = replay.transcript.messages[-1]
+    assert last.text.startswith("That log is too big") and last.id not in {m.id for m in ledger}
+    assert (rec.request, rec.call_after) == (5, 5)
     assert (rec.ledger_tokens, rec.tokens_before, rec.tokens_after, rec.limit) == (
-        66_655,
-        65_073,
-        65_073,
+        66_632,
+        65_050,
+        65_050,
         60_000,
     )
     assert not rec.fits and rec.freed == 0
     assert rec.fired == ["old_history_snip"]
     assert (rec.removed, rec.cleared, rec.summarized) == (2, 0, 0)
-    assert (rec.pinned_tokens, rec.recent_tokens) == (15_018, 50_024)
-    assert rec.largest_tokens == 49_721
-    paste = replay.transcript.message(rec.largest_id)
-    assert paste.is_human and paste.text.startswith("Here is the whole nightly log")
+    assert (rec.pinned_tokens, rec.recent_tokens) == (15_018, 50_001)
+    assert rec.largest_tokens == 49_721 and rec.largest_id == paste.id
     assert rec.message_ids[0] == "overhead" and rec.message_ids[-1] == paste.id
     assert [m.id for m in rec.view] == rec.message_ids
-    # every layer ran forced (the pipeline ran with forced=True)
-    assert rec.tokens_after == replay.step(6).result.sent_tokens
+    # the normal pipeline on the same ledger fired the same layer and sent as much: over the
+    # trigger every reactive layer already compacts toward its target
+    assert rec.normal is not None and rec.normal.fired == ("old_history_snip",)
+    assert rec.tokens_after == rec.normal.sent_tokens
 
 
 def test_e_forced_mode_frees_more_than_the_normal_pipeline_between_target_and_trigger() -> None:
@@ -207,6 +247,7 @@ def test_e_forced_mode_frees_more_than_the_normal_pipeline_between_target_and_tr
     assert (rec.tokens_before, rec.tokens_after) == (26_092, 20_167)
     assert rec.tokens_after <= replay.budget.target < rec.tokens_before <= replay.budget.trigger
     assert rec.fired == ["tool_output_clear"] and rec.cleared == 7 and rec.fits
+    assert rec.call_after is None
     # under the target there is nothing to do, forced or not
     calm = overflow_recovery(open_scenario("overflow-stop"), 5)
     assert (calm.tokens_before, calm.tokens_after, calm.fired) == (16_858, 16_858, [])
@@ -217,65 +258,119 @@ def test_e_one_retry_then_a_graceful_stop_with_its_reason() -> None:
     incidents = overflow_incidents(replay)
     assert len(incidents) == 1
     inc = incidents[0]
-    assert (inc.request, inc.retry, inc.retry_overflowed, inc.stopped) == (6, 7, True, True)
+    assert (inc.after_request, inc.line, inc.retry, inc.retry_overflowed, inc.stopped) == (
+        5,
+        25,
+        None,
+        True,
+        True,
+    )
     assert inc.error == "Prompt is too long"
     assert inc.reason == (
-        "context overflow: request 6 was rejected as too long; forced mode could free nothing beyond what the "
-        "pipeline had already done (65,073 tokens), still over the 60,000-token window, and the single retry "
-        "(request 7) was rejected too, so the run stopped: 15,018 tokens are pinned and 50,024 sit in the last "
-        "4 groups, which no layer removes"
+        "context overflow: the call after request 5 was rejected as too long; forced mode could free nothing "
+        "beyond what the pipeline had already done (65,050 tokens), still over the 60,000-token window, and the "
+        "single retry (the next call, no request between) was rejected too, so the run stopped: 15,018 tokens "
+        "are pinned and 50,001 sit in the last 4 groups, which no layer removes"
     )
-    assert [s.request for s in stops("overflow-stop")] == [5, 6, 7]
-    assert inc.reason in stop_at("overflow-stop", 7)[0]
+    found = stops("overflow-stop")
+    assert [(s.request, s.title) for s in found] == [
+        (5, "Before the paste"),
+        (5, "The provider rejects the call after request 5"),
+        (5, "One retry, then a graceful stop"),
+    ]
+    assert found[0].narration.startswith("The session is small: 16,858 tokens sent at request 5")
+    assert "165,708 characters, 49,721 tokens." in found[0].narration
+    assert (
+        'the provider answers "Prompt is too long": it never becomes a request (the transcript records it as '
+        "an API error after request 5, with no usage). Its ledger holds 66,632 tokens; the pipeline fired "
+        "(old history snip 66,632 -> 65,050) and the view is still 65,050, over the 60,000-token window."
+    ) in found[1].narration
+    assert found[2].narration.startswith(
+        "The harness retries once with the forced view (the next call). It is rejected again, a second API "
+        "error with no request between"
+    )
+    assert inc.reason in found[2].narration
 
 
-def _overflow_session(retry_ok: bool) -> Transcript:
+LOG = "log " * 4_000
+
+
+def _overflow_session(case: str) -> Transcript:
+    """A task, a first answer (request 1), a big paste, then the call after request 1 rejected as
+    too long (line 4). "recovered": request 2 retries it and goes through; "typed": so does it,
+    after the user typed a line (line 5) that the rejected call never carried; "stopped": the retry
+    is rejected too (line 5) and no request follows."""
+
+    def at(line: int) -> Origin:
+        return Origin(file="t.jsonl", line=line)
+
     msgs = [
         Message(
-            id="task", role=Role.USER, blocks=(TextBlock(text="Fix it."),), source=Source.of(SourceKind.TASK)
+            id="task",
+            role=Role.USER,
+            blocks=(TextBlock(text="Fix it."),),
+            source=Source.of(SourceKind.TASK),
+            origin=at(1),
         ),
-        Message(id="a1", role=Role.ASSISTANT, blocks=(TextBlock(text="Looking."),)),
-        Message(id="u1", role=Role.USER, blocks=(TextBlock(text="log " * 4_000),)),
-        Message(
-            id="e1", role=Role.ASSISTANT, blocks=(TextBlock(text="Prompt is too long"),), model="<synthetic>"
-        ),
-        Message(
-            id="a2",
-            role=Role.ASSISTANT,
-            blocks=(
-                TextBlock(text="API Error: 400 prompt is too long")
-                if not retry_ok
-                else TextBlock(text="Ok."),
-            ),
-            model="<synthetic>" if not retry_ok else None,
-        ),
+        Message(id="a1", role=Role.ASSISTANT, blocks=(TextBlock(text="Looking."),), origin=at(2)),
+        Message(id="u1", role=Role.USER, blocks=(TextBlock(text=LOG),), origin=at(3)),
     ]
-    requests = [
-        Request(index=i + 1, response_id=m, segment=0, ledger_len=pos, usage=usage)
-        for i, (m, pos, usage) in enumerate(
-            [
-                ("a1", 1, Usage(input=5_000)),
-                ("e1", 3, None),
-                ("a2", 4, Usage(input=3_000) if retry_ok else None),
-            ]
+    events = [RecordedEvent(kind=EventKind.API_ERROR, detail="Prompt is too long", after_request=1, line=4)]
+    requests = [Request(index=1, response_id="a1", segment=0, ledger_len=1, usage=Usage(input=5_000))]
+    if case == "typed":
+        msgs.append(Message(id="u2", role=Role.USER, blocks=(TextBlock(text="try again"),), origin=at(5)))
+    if case == "stopped":
+        events.append(
+            RecordedEvent(
+                kind=EventKind.API_ERROR, detail="API Error: 400 prompt is too long", after_request=1, line=5
+            )
         )
-    ]
+    else:
+        msgs.append(Message(id="a2", role=Role.ASSISTANT, blocks=(TextBlock(text="Ok."),), origin=at(6)))
+        requests.append(
+            Request(index=2, response_id="a2", segment=0, ledger_len=len(msgs) - 1, usage=Usage(input=3_000))
+        )
     return Transcript(
         format="test",
         path="t.jsonl",
         messages=msgs,
         segments=[Segment(index=0, message_ids=tuple(m.id for m in msgs))],
         requests=requests,
+        events=events,
     )
 
 
-@pytest.mark.parametrize("retry_ok", [True, False])
-def test_e_incidents_tell_a_recovery_from_a_stop(retry_ok: bool) -> None:
-    replay = Replay.open(_overflow_session(retry_ok), "opencollab", 10_000)
+@pytest.mark.parametrize("case", ["recovered", "typed", "stopped"])
+def test_e_incidents_tell_a_recovery_from_a_stop(case: str) -> None:
+    replay = Replay.open(_overflow_session(case), "opencollab", 10_000)
     [inc] = overflow_incidents(replay)
-    assert (inc.request, inc.retry, inc.retry_overflowed, inc.stopped) == (2, 3, not retry_ok, not retry_ok)
-    assert ("went through" in inc.reason) is retry_ok
-    assert inc.reason.startswith("context overflow: request 2") is not retry_ok
+    ok = case != "stopped"
+    assert (inc.after_request, inc.line, inc.retry, inc.retry_overflowed, inc.stopped) == (
+        1,
+        4,
+        2 if ok else None,
+        not ok,
+        not ok,
+    )
+    # forced mode ran on the ledger the rejected call was made with, whatever came after it: the
+    # retry's (request 2) when there is one, request 1's and the paste when not
+    k, ledger = call_ledger(replay, replay.transcript.events[0])
+    assert (k, [m.id for m in ledger]) == (2 if ok else 1, ["overhead", "task", "a1", "u1"])
+    assert (inc.recovery.request, inc.recovery.call_after) == (k, 1)
+    if ok:
+        assert inc.reason.endswith("and the retry (request 2) went through")
+        assert inc.reason.startswith("the call after request 1 was rejected as too long; ")
+    else:
+        assert inc.reason.startswith("context overflow: the call after request 1 was rejected as too long; ")
+        assert "the single retry (the next call, no request between) was rejected too" in inc.reason
+
+
+def test_e_no_request_no_incident() -> None:
+    t = _overflow_session("stopped")
+    empty = Transcript(
+        format="test", path="t.jsonl", messages=t.messages, segments=t.segments, requests=[], events=t.events
+    )
+    assert overflow_incidents(Replay.open(empty, "opencollab", 10_000)) == []
 
 
 # -- (f) a small window ------------------------------------------------------------------------------

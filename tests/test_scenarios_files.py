@@ -24,7 +24,7 @@ EXPECTED = {
     "clear-suffices": (16, 60_000, "opencollab", None),
     "snip-needed": (20, 60_000, "opencollab", None),
     "compact-last-resort": (25, 60_000, "opencollab", None),
-    "overflow-stop": (7, 60_000, "opencollab", None),
+    "overflow-stop": (5, 60_000, "opencollab", None),
     "small-window": (9, 35_500, "opencollab", None),
     "compaction-storm": (32, 60_000, "target-at-trigger", "opencollab"),
     "eager-clear-cache": (23, 200_000, "opencollab", "opencollab+eager"),

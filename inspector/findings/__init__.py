@@ -12,6 +12,8 @@ a one-line explanation with the numbers):
 - `compaction_storm`: compactions (recorded or simulated) within a few requests of each other;
 - `overflow`: "prompt too long" errors, the retry and whether the run stopped; failed
   compactions and the circuit breaker;
+- `api_errors`: every other failed model call the harness recorded (overloaded, rate limits,
+  connection errors): no request, placed after the request before it;
 - `loops`: the same call with the same arguments repeated within a short span;
 - `pressure`: requests sent above the blocking line or trigger, and the closest approach to the
   window.

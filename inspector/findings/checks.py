@@ -7,7 +7,16 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from inspector.model import EventKind, Message, Role, TextBlock, ToolResultBlock
+from inspector.model import (
+    SEGMENT_EVENTS,
+    EventKind,
+    Message,
+    RecordedEvent,
+    Role,
+    TextBlock,
+    ToolResultBlock,
+    Transcript,
+)
 from inspector.shaping.tools import canonical_tool
 
 from .base import Finding, Severity, quote, requests_text, span_text, times, unique
@@ -434,11 +443,12 @@ ERROR_TEXT_CAP = 4_000
 def harness_text(message: Message) -> str | None:
     """The text of a message the harness or provider wrote about an error, or None.
 
-    API-error style: a synthetic assistant message (Claude Code writes `<synthetic>` with
-    `isApiErrorMessage`), an assistant message with no calls that starts like an error; a
-    system or injected (meta) message; a local command's output. Human turns, tool results and
-    pinned messages (system prompt, skills, project instructions) are never searched: a grep for
-    "prompt is too long" is not an overflow.
+    API-error style: a synthetic assistant message (model `<synthetic>`), an assistant message
+    with no calls that starts like an error; a system or injected (meta) message; a local
+    command's output. Human turns, tool results and pinned messages (system prompt, skills,
+    project instructions) are never searched: a grep for "prompt is too long" is not an overflow.
+    (Claude Code's failed calls, its `isApiErrorMessage` lines, are no messages: the reader makes
+    them `EventKind.API_ERROR` events, whose text is `api_error_text`.)
     """
     text = "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
     if not text or len(text) > ERROR_TEXT_CAP or message.pinned:
@@ -466,6 +476,91 @@ def _sizes(text: str) -> str:
     return ""
 
 
+def api_errors(transcript: Transcript) -> list[RecordedEvent]:
+    """The failed model calls the harness recorded (`EventKind.API_ERROR`), in order."""
+    return sorted(
+        (e for e in transcript.events if e.kind is EventKind.API_ERROR),
+        key=lambda e: (e.after_request, e.line or 0),
+    )
+
+
+def is_overflow_error(event: RecordedEvent) -> bool:
+    """Whether a recorded API error says the call did not fit ("prompt is too long"...)."""
+    return (
+        event.kind is EventKind.API_ERROR and bool(event.detail) and bool(OVERFLOW.search(event.detail or ""))
+    )
+
+
+def call_text(after_request: int) -> str:
+    """ "the call after request 6" (or "the first call"): where a failed call, no request, was made."""
+    return f"the call after request {after_request}" if after_request > 0 else "the first call"
+
+
+def _event_request(facts: Facts, after_request: int) -> int:
+    """The request a finding about an event after request k points at: the next one (k + 1, the
+    request the event came right before), else the last (0 with none)."""
+    return min(after_request + 1, facts.n)
+
+
+def _recovered_how(facts: Facts, error: RecordedEvent) -> str:
+    """How the request after a rejected call differs: a compaction or a cleared context recorded
+    after the error (before that request), or none."""
+    after = [
+        e
+        for e in facts.transcript.events
+        if e.kind in SEGMENT_EVENTS
+        and e.after_request == error.after_request
+        and (e.line is None or error.line is None or e.line > error.line)
+    ]
+    if any(e.kind is EventKind.COMPACTION for e in after):
+        return "after a recorded compaction"
+    if after:
+        return "after the harness cleared its context"
+    return "with no compaction in between"
+
+
+def _overflow_events(facts: Facts) -> list[Finding]:
+    """The `overflow` findings of recorded API errors (Claude Code): the rejected call is no
+    request; it was made after request k, and its retry is request k + 1, if there is one. A
+    second overflow with no request between is that retry, rejected too."""
+    errors = [e for e in api_errors(facts.transcript) if is_overflow_error(e)]
+    out: list[Finding] = []
+    streak = 0
+    for i, e in enumerate(errors):
+        k = e.after_request
+        text = e.detail or ""
+        streak = streak + 1 if i and errors[i - 1].after_request == k else 1
+        again = i + 1 < len(errors) and errors[i + 1].after_request == k
+        retry = k + 1 if k < facts.n else None
+        nth = f"overflow {streak} in a row; " if streak > 1 else ""
+        head = f'the provider rejected {call_text(k)} as too long: "{quote(text, 80)}"{_sizes(text)}; {nth}'
+        ids: tuple[str, ...] = ()
+        severity: Severity
+        if again:
+            severity = "error" if retry is None else "warning"
+            tail = "its retry was rejected too (the next call, with no request between)"
+        elif retry is None:
+            severity = "error"
+            tail = "no request succeeded after it: the run stopped here"
+        else:
+            severity = "warning"
+            size = facts.reported(retry)
+            with_size = f" with {size:,} tokens" if size is not None else " (no usage reported)"
+            tail = f"retried at request {retry}{with_size} {_recovered_how(facts, e)}"
+            response = facts.transcript.request(retry).response_id
+            ids = (response,) if response else ()
+        out.append(
+            Finding(
+                kind="overflow",
+                severity=severity,
+                request=_event_request(facts, k),
+                message_ids=ids,
+                explanation=head + tail,
+            )
+        )
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class _Failure:
     request: int
@@ -478,7 +573,10 @@ class _Failure:
 def overflow(facts: Facts) -> list[Finding]:
     """Provider "prompt too long" errors, what was retried, whether the run stopped; failed compactions.
 
-    Overflow errors are found in the text of API-error style messages ("prompt is too long",
+    Overflow errors are found in the text of the failed calls a harness recorded (Claude Code's
+    API errors, `EventKind.API_ERROR`: no request, made after request k, retried at request
+    k + 1 if there is one; a second overflow with no request between is the retry rejected too)
+    and of API-error style messages in other formats ("prompt is too long",
     "context_length_exceeded", "input length and max_tokens exceed context limit"...). For each:
     the next request that succeeded (with its size, and whether a recorded compaction came
     first), or that none did and the run stopped (error). Failed compactions (a harness's
@@ -551,6 +649,7 @@ def overflow(facts: Facts) -> list[Finding]:
                 ),
             )
         )
+    out.extend(_overflow_events(facts))
     # recorded compactions that did not shrink anything count as failures; the others reset
     resets: list[int] = []
     for e in t.events:
@@ -635,6 +734,50 @@ def _compactor_breaker(facts: Facts) -> list[Finding]:
                 ),
                 layer=first.layer,
                 tokens=worst.after,
+            )
+        )
+    return out
+
+
+# -- API errors --------------------------------------------------------------------------------------
+
+
+@register("api_errors", ("api_error",), shapes=False)
+def api_error_calls(facts: Facts) -> list[Finding]:
+    """Failed model calls the harness recorded: overloaded, rate limits, connection errors.
+
+    A call the provider refused or that never reached it is no request (Claude Code writes it as
+    an `isApiErrorMessage` line, read as an `EventKind.API_ERROR` event): it was made after
+    request k, and the next call is request k + 1 if there is one. One finding per error, with
+    what the provider said: info when a request followed, a warning when none did (the session
+    ends on it, as after "5-hour limit reached"). Overflows ("prompt is too long") are the
+    `overflow` check's.
+    """
+    errors = api_errors(facts.transcript)
+    out: list[Finding] = []
+    streak = 0
+    for i, e in enumerate(errors):
+        k = e.after_request
+        streak = streak + 1 if i and errors[i - 1].after_request == k else 1
+        if is_overflow_error(e):
+            continue
+        said = f'"{quote(e.detail, 80)}"' if e.detail else "(no error text recorded)"
+        nth = f"API error {streak} in a row; " if streak > 1 else ""
+        again = i + 1 < len(errors) and errors[i + 1].after_request == k
+        severity: Severity = "info" if k < facts.n else "warning"
+        if again:
+            tail = "the next call failed too"
+        elif k < facts.n:
+            tail = f"the next request ({k + 1}) went through"
+        else:
+            tail = "no request after it: the session ends here"
+        out.append(
+            Finding(
+                kind="api_error",
+                severity=severity,
+                request=_event_request(facts, k),
+                message_ids=(),
+                explanation=f"{call_text(k)} failed: {said}; {nth}{tail}",
             )
         )
     return out

@@ -70,17 +70,18 @@ from inspector.tui.viewmodel import (
     StepView,
     build_detail,
     build_step_view,
+    event_notes,
     is_event,
     parse_window,
-    recorded_compactions,
     searchable_text,
+    session_view,
     tokens,
 )
 from inspector.tui.widgets.columns import LedgerColumns
 from inspector.tui.widgets.gauge import PressureGauge
 from inspector.tui.widgets.keybar import KeyBar
 from inspector.tui.widgets.side import MessageDetail, PinnedSources
-from inspector.tui.widgets.sparkline import ContextSparkline
+from inspector.tui.widgets.sparkline import ContextSparkline, legend
 from sample_sessions import sample_info
 
 Start = Literal["first", "last"] | int
@@ -169,7 +170,7 @@ def step_view(replay: Replay, step: Step, events: list[RecordedEvent], *, wait: 
         lines=step.budget.lines(),
         trigger=step.budget.trigger,
         target=step.budget.target,
-        events=events,
+        events=[*events, *replay.events_at(step.index)],
         result=step.result,
         harness=replay.harness_estimate(step.index, wait=wait),
         decides_as_harness=replay.decides_as_harness,
@@ -425,7 +426,7 @@ class MainScreen(Screen[None]):
             f"loading {name}: calibrating {n:,} messages over {len(self.transcript.requests):,} requests…"
         )
         self.sparkline.border_title = "context per request"
-        self.sparkline.border_subtitle = "▲ now ◆ recorded • simulated"
+        self.sparkline.border_subtitle = legend(None)
         self.pinned.border_title = "pinned sources"
         self.detail.border_title = "message"
         self.columns.border_title = "pipeline"
@@ -461,7 +462,7 @@ class MainScreen(Screen[None]):
         except (PolicyError, ReplayError, OSError, ValueError) as exc:
             self.post_message(LoadFailed(str(exc), generation))
             return
-        session = SessionView(contexts=contexts, recorded=recorded_compactions(self.transcript.events))
+        session = session_view(contexts, self.transcript.events)
         self.post_message(ReplayReady(replay, session, generation))
 
     @work(exclusive=True, group="tail", exit_on_error=False, description="follow the transcript file")
@@ -512,7 +513,7 @@ class MainScreen(Screen[None]):
         except Exception as exc:  # the transcript is untrusted: a failure must not stop following
             self.post_message(LiveFailed(f"cannot read the grown transcript: {exc}", generation))
             return
-        session = SessionView(contexts=contexts, recorded=recorded_compactions(transcript.events))
+        session = session_view(contexts, transcript.events)
         self.post_message(LiveReplayReady(replay, session, generation, reset_reason, view))
 
     @work(
@@ -532,7 +533,7 @@ class MainScreen(Screen[None]):
             self.post_message(LoadFailed(str(exc), generation))
             return
         assert self.session is not None
-        session = SessionView(contexts=self.session.contexts, recorded=self.session.recorded)
+        session = dataclasses.replace(self.session, simulated=frozenset(), scanned=0)
         self.post_message(ReplayReady(new, session, generation))
 
     @work(thread=True, exclusive=True, group="step", exit_on_error=False, description="shape one request")
@@ -796,12 +797,7 @@ class MainScreen(Screen[None]):
         self.scanned = len(seed)
         self.scan_seed = seed
         simulated = frozenset(k for k, names in seed.items() if names & SIMULATED_COMPACTION_LAYERS)
-        self.session = SessionView(
-            contexts=event.session.contexts,
-            recorded=event.session.recorded,
-            simulated=simulated,
-            scanned=len(seed),
-        )
+        self.session = dataclasses.replace(event.session, simulated=simulated, scanned=len(seed))
         total = len(replay)
         self._set_title(replay)
         if reset is not None:
@@ -885,6 +881,7 @@ class MainScreen(Screen[None]):
             parts.append(
                 f"◆ the harness compacted ({how.strip() or 'recorded'}{before}) right before this request"
             )
+        parts.extend(event_notes(view))
         if view.harness is not None and self.replay is not None:
             value, over = view.harness
             over_it = ", over its trigger" if over else ""
@@ -905,17 +902,12 @@ class MainScreen(Screen[None]):
             return
         self.fired = event.fired
         self.scanned = event.scanned
-        self.session = SessionView(
-            contexts=self.session.contexts,
-            recorded=self.session.recorded,
-            simulated=event.simulated,
-            scanned=event.scanned,
-        )
+        self.session = dataclasses.replace(self.session, simulated=event.simulated, scanned=event.scanned)
         self.sparkline.show_session(self.session)
         if event.scanned < event.total:
             self.sparkline.border_subtitle = f"scanning {event.scanned:,}/{event.total:,}…"
         else:
-            self.sparkline.border_subtitle = "▲ now ◆ recorded • simulated"
+            self.sparkline.border_subtitle = legend(self.session)
         if self.pending is not None:
             direction, self.pending = self.pending, None
             self._jump_event(direction)

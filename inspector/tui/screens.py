@@ -237,8 +237,10 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
     (
         "The sparkline (top right)",
         [
-            "Context per request. ▲ this request · ◆ a compaction the harness recorded · • a request "
-            "where old history snip or auto compact fired in this replay. Click to go there.",
+            "Context per request. ▲ this request · ◆ a compaction the harness recorded · ◇ a fresh "
+            "context the harness began (nothing summarized) · × a failed model call (an API error: no "
+            "request) · • a request where old history snip or auto compact fired in this replay. A "
+            "recorded event is marked under the request it came after. Click to go there.",
         ],
     ),
     (

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from inspector.model import (
+    SEGMENT_EVENTS,
     EventKind,
     MediaBlock,
     Message,
@@ -295,6 +296,15 @@ class StepView:
     """Message id -> row (raw messages and inserted ones)."""
     compaction_before: RecordedEvent | None = None
     """A compaction the harness recorded right before this request (it began this ledger segment)."""
+    cleared_before: RecordedEvent | None = None
+    """A fresh context the harness began right before this request (`EventKind.CONTEXT_CLEARED`:
+    a new ledger segment, nothing summarized)."""
+    errors_before: tuple[RecordedEvent, ...] = ()
+    """Failed model calls recorded between the request before and this one (`EventKind.API_ERROR`:
+    no requests)."""
+    errors_after: tuple[RecordedEvent, ...] = ()
+    """Failed model calls recorded after this request, before the next one (if the events given
+    reach that far)."""
     result: ShapeResult | None = None
     """The pipeline's result at this request (for the explanations)."""
     harness: tuple[int, bool] | None = None
@@ -527,6 +537,10 @@ def build_step_view(
     compaction = next(
         (e for e in events if e.kind is EventKind.COMPACTION and e.after_request == index - 1), None
     )
+    cleared = next(
+        (e for e in events if e.kind is EventKind.CONTEXT_CLEARED and e.after_request == index - 1), None
+    )
+    errors = [e for e in events if e.kind is EventKind.API_ERROR]
     return StepView(
         index=index,
         total=total,
@@ -549,6 +563,9 @@ def build_step_view(
         pinned=_pinned_sources(ledger, weights, context),
         row_of=row_of,
         compaction_before=compaction,
+        cleared_before=cleared,
+        errors_before=tuple(e for e in errors if e.after_request == index - 1),
+        errors_after=tuple(e for e in errors if e.after_request == index),
         result=result,
         harness=harness,
         decides_as_harness=decides_as_harness,
@@ -664,15 +681,20 @@ def build_detail(view: StepView, row: int, transcript: Transcript) -> Detail | N
 
 @dataclass(frozen=True, slots=True, repr=False)
 class SessionView:
-    """Per-request context sizes and the compactions to mark on them."""
+    """Per-request context sizes and the recorded events to mark on them."""
 
     contexts: tuple[int, ...]
     recorded: frozenset[int]
-    """Requests after which the harness recorded a compaction (RecordedEvent.after_request)."""
+    """Requests after which the harness recorded an event that began a new ledger segment (a
+    compaction, or a fresh context: `cleared`), by RecordedEvent.after_request."""
     simulated: frozenset[int] = frozenset()
     """Requests where snip or auto compact fired in the replay (filled in by the scan)."""
     scanned: int = 0
     """How many requests the scan has looked at so far."""
+    cleared: frozenset[int] = frozenset()
+    """Those of `recorded` where the harness began a fresh context without compacting."""
+    errors: frozenset[int] = frozenset()
+    """Requests after which a failed model call was recorded (an API error: no request)."""
 
 
 def recorded_compactions(events: Iterable[RecordedEvent]) -> frozenset[int]:
@@ -681,9 +703,40 @@ def recorded_compactions(events: Iterable[RecordedEvent]) -> frozenset[int]:
     )
 
 
+def session_view(contexts: tuple[int, ...], events: Iterable[RecordedEvent]) -> SessionView:
+    """The sparkline's data before the scan: the contexts and the recorded events' requests
+    (events before request 1 have no bar to be marked under)."""
+    placed = [e for e in events if e.after_request > 0]
+    compacted = {e.after_request for e in placed if e.kind is EventKind.COMPACTION}
+    cleared = {e.after_request for e in placed if e.kind is EventKind.CONTEXT_CLEARED}
+    return SessionView(
+        contexts=contexts,
+        recorded=frozenset(e.after_request for e in placed if e.kind in SEGMENT_EVENTS),
+        cleared=frozenset(cleared - compacted),
+        errors=frozenset(e.after_request for e in placed if e.kind is EventKind.API_ERROR),
+    )
+
+
+def event_notes(view: StepView) -> list[str]:
+    """What the gauge says of the events recorded around this request, besides a compaction:
+    a fresh context begun right before it, failed model calls before and after it (the provider's
+    text made visible, one line, cut)."""
+    out: list[str] = []
+    if view.cleared_before is not None:
+        out.append("◇ the harness began a fresh context (nothing summarized) right before this request")
+    for where, errors in (("before", view.errors_before), ("after", view.errors_after)):
+        if not errors:
+            continue
+        what = "an API error" if len(errors) == 1 else f"{len(errors)} API errors"
+        last = errors[-1].detail
+        said = f': "{one_line(" ".join(last.split()), 60)}"' if last else ""
+        out.append(f"× {what} {where} this request{said}")
+    return out
+
+
 def is_event(k: int, fired: dict[int, frozenset[str]], recorded: frozenset[int]) -> bool:
-    """Whether `n`/`N` stop at request k: a layer starts firing there, or a compaction was recorded
-    right before it (the request begins a new ledger segment)."""
+    """Whether `n`/`N` stop at request k: a layer starts firing there, or a compaction (or a fresh
+    context) was recorded right before it (the request begins a new ledger segment)."""
     if (k - 1) in recorded:
         return True
     here = fired.get(k)
@@ -710,6 +763,7 @@ __all__ = [
     "column_header",
     "compact_tokens",
     "display_path",
+    "event_notes",
     "explanation",
     "is_event",
     "message_content",
@@ -717,6 +771,7 @@ __all__ = [
     "recorded_compactions",
     "role_label",
     "searchable_text",
+    "session_view",
     "summary_line",
     "tokens",
 ]

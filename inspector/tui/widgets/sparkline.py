@@ -1,4 +1,4 @@
-"""Context size per request, with the current request and the compactions marked."""
+"""Context size per request, with the current request and the recorded events marked."""
 
 from __future__ import annotations
 
@@ -17,7 +17,22 @@ from inspector.tui.widgets.runs import append_runs
 EIGHTHS = " ▁▂▃▄▅▆▇█"
 CURRENT = "▲"
 RECORDED = "◆"
+CLEARED = "◇"
+ERROR = "×"
 SIMULATED = "•"
+GLYPHS = {"recorded": RECORDED, "cleared": CLEARED, "error": ERROR}
+"""The marks of recorded events, under the request they came after (drawn over ▲ and •)."""
+LEGEND = "▲ now ◆ recorded • simulated"
+
+
+def legend(session: SessionView | None) -> str:
+    """The sparkline's key: the marks every session may show, and those of this one's events."""
+    extra = []
+    if session is not None and session.cleared:
+        extra.append(f"{CLEARED} cleared")
+    if session is not None and session.errors:
+        extra.append(f"{ERROR} API error")
+    return " ".join([LEGEND, *extra])
 
 
 def buckets(count: int, width: int) -> list[tuple[int, int]]:
@@ -59,6 +74,8 @@ class ContextSparkline(Widget):
         "sparkline--over",
         "sparkline--current",
         "sparkline--recorded",
+        "sparkline--cleared",
+        "sparkline--error",
         "sparkline--simulated",
         "sparkline--axis",
     }
@@ -116,7 +133,14 @@ class ContextSparkline(Widget):
         values = [max(session.contexts[a - 1 : b]) for a, b in cols]
         lasts = [b for _, b in cols]
         marks: dict[int, str] = {}
-        for kind, requests in (("simulated", session.simulated), ("recorded", session.recorded)):
+        # later kinds win a column: a segment's start over an error over a simulated compaction
+        kinds = (
+            ("simulated", session.simulated),
+            ("error", session.errors),
+            ("recorded", session.recorded - session.cleared),
+            ("cleared", session.cleared),
+        )
+        for kind, requests in kinds:
             for k in requests:
                 c = bisect.bisect_left(lasts, k)
                 while c < len(cols) and cols[c][0] <= k <= cols[c][1]:
@@ -151,8 +175,8 @@ class ContextSparkline(Widget):
                 continue
             current = a <= self.current <= b
             mark = marks.get(c)
-            if mark == "recorded":
-                out.append(RECORDED, self._s("current") if current else self._s("recorded"))
+            if mark is not None and mark in GLYPHS:
+                out.append(GLYPHS[mark], self._s("current") if current else self._s(mark))
             elif current:
                 out.append(CURRENT, self._s("current"))
             elif mark == "simulated":
