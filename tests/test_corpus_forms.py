@@ -208,6 +208,9 @@ def test_api_error_lines_of_a_real_session_are_not_requests() -> None:
     t = load(corpus_file(ARRAY))
     assert all(r.model != "<synthetic>" for r in t.requests)
     assert all(r.usage is not None and r.usage.context > 0 for r in t.requests)
+    # the session ends on one, after the last request, hanging off system lines: still an event
+    (event,) = [e for e in t.events if e.kind is EventKind.API_ERROR]
+    assert (event.after_request, event.detail, event.line) == (162, "5-hour limit reached ∙ resets 9pm", 1141)
 
 
 # -- plan mode's "clear context": a new root that is no summary -------------------------------------

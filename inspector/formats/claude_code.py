@@ -1195,6 +1195,21 @@ class _Builder:
         chain.reverse()
         return chain
 
+    def _hangs_off(self, node: _Node, on_chain: set[str]) -> bool:
+        """Whether `node` hangs off the chain through lines that hold no conversation (progress,
+        system lines): a line after the leaf, as a session's last API error is."""
+        nodes = self.s.nodes
+        cur = nodes.get(node.parent) if node.parent else None
+        for _ in range(MAX_REJOIN):
+            if cur is None:
+                return False
+            if cur.uuid in on_chain:
+                return True
+            if cur.type in CONVERSATION_TYPES:
+                return False
+            cur = nodes.get(cur.parent) if cur.parent else None
+        return False
+
     def _broken_before(self, node: _Node) -> int | None:
         """The line that could not be read just before `node` (at most `MAX_BROKEN_GAP` lines
         before it), which its missing parent is taken to be; None where there is none."""
@@ -1289,7 +1304,17 @@ class _Builder:
             for n in chain
             if n.record is not None and (n.record.get("subtype") == BOUNDARY or n.uuid in starts)
         ]
+        # API errors on the chain, and those hanging off it where nothing followed them (a
+        # session that ends on "5-hour limit reached": the leaf is the line before it)
         api_errors = [n for n in chain if n.record is not None and _is_api_error(n)]
+        api_errors += [
+            n
+            for n in conv
+            if n.uuid not in on_chain
+            and _is_api_error(n)
+            and self._is_main(n, sidechain_file)
+            and self._hangs_off(n, on_chain)
+        ]
         microcompacts = [
             n for n in chain if n.record is not None and n.record.get("subtype") == "microcompact_boundary"
         ]
