@@ -69,11 +69,13 @@ from .base import (
     MAX_LINE_BYTES,
     MAX_TOKENS,
     LineSplitter,
+    LoadIssues,
     Pairing,
     Progress,
     decode_json_line,
     describe,
     feed_file,
+    issue_total,
     short,
     token_count,
     too_deep,
@@ -147,7 +149,7 @@ class _State:
     order: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     """The uuids of the nodes with a record (conversation and boundary lines), in file order."""
-    issues: list[LoadIssue] = field(default_factory=list)
+    issues: LoadIssues = field(default_factory=LoadIssues)
     skipped: Counter[str] = field(default_factory=Counter)
     title: str | None = None
     session_id: str | None = None
@@ -481,7 +483,8 @@ class ClaudeCodeReader:
             ):
                 return None
         if not conv and (
-            len(old.load_issues) == len(built.chain_issues) + len(state.issues) + len(built.pairing.issues())
+            issue_total(old.load_issues)
+            == issue_total(built.chain_issues) + state.issues.total + built.pairing.issues().total
             and old.title == state.title
             and old.skipped == dict(Counter(state.skipped) + built.skipped_extra)
         ):
@@ -638,7 +641,7 @@ class ClaudeCodeReader:
             events=list(old.events),
             subagents=subagents,
             abandoned=list(old.abandoned),
-            load_issues=[*state.issues, *built.chain_issues, *built.pairing.issues()],
+            load_issues=LoadIssues.joined(state.issues, built.chain_issues, built.pairing.issues()),
             skipped=dict(skipped),
         )
         transcript.adopt_index(old, [messages[gi] for gi in touched])
@@ -1074,7 +1077,7 @@ class _Builder:
         self.memo = memo if memo is not None else _Memo()
         self.built: _Built | None = None
         """Set by `build` when the result can be extended (not a sidechain-only file)."""
-        self.issues = list(state.issues)
+        self.issues = state.issues.copy()
         self.skipped: Counter[str] = Counter(state.skipped)
 
     # -- the active branch -------------------------------------------------------------------
@@ -1394,7 +1397,7 @@ class _Builder:
             for i, ids in enumerate(segments)
         ]
         models = Counter(r.model for r in requests if r.model and r.model != "<synthetic>")
-        chain_issues = self.issues[len(self.s.issues) :]
+        chain_issues = self.issues.after(self.s.issues)
         pairing = Pairing(self.file)
         for m in messages:
             pairing.add(m)

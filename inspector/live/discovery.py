@@ -25,11 +25,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
-from urllib.parse import quote
 
 import msgspec
 import orjson
 from msgspec import Struct
+
+from inspector.formats.base import LoaderError, open_regular
 
 Harness = Literal["claude-code", "codex", "opencode", "opencollab"]
 
@@ -117,8 +118,8 @@ _os_scandir = os.scandir  # tests inject failures here
 
 
 def _open_binary(path: Path) -> BinaryIO:
-    """Opens a file for reading (tests inject failures here)."""
-    return path.open("rb")
+    """Opens a regular file for reading, never a FIFO or a device (tests inject failures here)."""
+    return open_regular(path)
 
 
 def _scandir(path: Path) -> list[os.DirEntry[str]]:
@@ -467,15 +468,18 @@ def _opencode(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> I
 
 
 def _open_ro(path: Path) -> sqlite3.Connection:
-    """A read-only connection that neither locks nor changes a live database."""
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-    return sqlite3.connect(uri, uri=True, timeout=0.5)
+    """The reader's own read-only connection (`connect_readonly`): it neither locks nor changes a
+    live database, and opens a WAL database no writer holds `immutable=1`, where a `mode=ro`
+    open would create its -wal and -shm files beside it."""
+    from inspector.formats.opencode import connect_readonly
+
+    return connect_readonly(path)
 
 
 def _opencode_db(path: Path, st: os.stat_result, now: datetime) -> list[SessionInfo]:
     try:
         con = _open_ro(path)
-    except sqlite3.Error:
+    except (sqlite3.Error, LoaderError):
         return [_opencode_db_whole(path, st, now)]
     try:
         rows = con.execute("SELECT id, title, directory, time_updated, parent_id FROM session").fetchall()
