@@ -7,13 +7,14 @@ notes/opencode-codex.md A5/B1, notes/opencollab.md §5):
   and anything under `<session>/subagents/`, are parts of a session, not sessions).
 - Codex: `$CODEX_HOME/sessions` or `~/.codex/sessions`, `YYYY/MM/DD/rollout-*.jsonl`.
 - opencode: `$XDG_DATA_HOME/opencode` or `~/.local/share/opencode`: `opencode*.db` (one entry per
-  session, read through a read-only SQLite URI; one entry for the whole database when it cannot be
-  read), and the older JSON layouts `storage/session/<project>/<ses>.json` and
+  session, read through the reader's own read-only connection, `connect_readonly`, which creates
+  no -wal or -shm beside a WAL database; one entry for the whole database when it cannot be read), and the older JSON layouts `storage/session/<project>/<ses>.json` and
   `project/<slug>/storage/session/info/<ses>.json`.
 - OpenCollab: `.opencollab/sessions/<run>/agent_*.json` below the current folder.
 
 Everything is cheap: a stat and a bounded read of each file's head (and tail), never a full load;
-a missing or unreadable folder or file is skipped, never fatal. Nothing is written anywhere.
+a missing or unreadable folder or file is skipped, never fatal; only regular files are opened
+(`open_regular`: never a FIFO or a device). Nothing is written anywhere.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ How it works (DESIGN.md §4, §7 "live", §8; notes/textual.md §5):
   below the offset (truncated) or different bytes before the offset (rewritten in place) make it
   start over from byte 0 with a FRESH reader, never mixing old and new, and report a reset.
 - A deleted file keeps what was read (`missing` is reported); when it comes back it is a reset.
+  A file replaced by what is not a regular file (a FIFO, a link to /dev/zero) is missing too:
+  only regular files are opened (`regular_fd`: a non-blocking open, checked on the descriptor),
+  and a poll reads no further than the size the opened file had, so nothing blocks or never ends.
 - Waiting is done by watchfiles on the PARENT folder, not the file (a watch on the file itself dies
   when the file is replaced), filtered to the file and to `<stem>/subagents/`, where new subagent
   transcripts are reported. Watchfiles blocks on inotify/FSEvents/ReadDirectoryChanges; nothing
