@@ -616,9 +616,16 @@ def bench_peer(big: Synth) -> list[Figure]:
 
 # -- the run ---------------------------------------------------------------------------------
 
-FIGURES = ("open", "paint", "replay", "growth", "live", "scale", "peer")
+FIGURES = ("open", "paint", "replay", "growth", "live", "scale", "peer", "junk")
 SCALE_MB = 400
 """The size of the file the full run's scale figures read (the small run has none)."""
+
+
+def _junk(small: bool) -> list[Figure]:
+    """Peak memory on junk lines (`benchmarks.junk`): a million of them, or 200,000 when small."""
+    from .junk import bench_junk
+
+    return bench_junk(200_000 if small else 1_000_000)
 
 
 def run(small: bool, only: set[str] | None = None) -> list[Figure]:
@@ -647,6 +654,7 @@ def run(small: bool, only: set[str] | None = None) -> list[Figure]:
         ("live", lambda: _live(big if small else synth.synth("live20k", requests=LIVE_REQUESTS), small)),
         ("scale", lambda: [] if small else bench_scale(synth.by_size(SCALE_MB), repeat=2)),
         ("peer", lambda: bench_peer(big)),
+        ("junk", lambda: _junk(small)),
     ]
     for name, fn in steps:
         if not want(name):

@@ -1,6 +1,7 @@
 """The command line: `context-inspector [PATH]` opens the app; subcommands print the same facts.
 
-Errors a user can cause are one line on stderr and exit code 2; never a traceback.
+Errors a user can cause are one line on stderr and exit code 2; never a traceback. Running out
+of memory (a transcript too big for the memory limit) is one line and exit code 2 as well.
 """
 
 from __future__ import annotations
@@ -500,14 +501,30 @@ def _exit_at_once(code: int) -> None:
     os._exit(code)
 
 
+def _out_of_memory_line(command: str | None, args: argparse.Namespace) -> str:
+    """The one line a MemoryError prints: what ran out of memory, and on which file."""
+    what = f"`{command}`" if command is not None else "the app"
+    path = getattr(args, "path", None)
+    on = f" on {visible(path, newlines=False)}" if isinstance(path, str) else ""
+    return f"context-inspector: {what} ran out of memory{on} (it needs more memory than the limit allows)\n"
+
+
 def _run(args_list: list[str]) -> int:
+    out_of_memory = "context-inspector: ran out of memory\n"
     try:
         if args_list and args_list[0] in COMMANDS:
             args = _parser().parse_args(args_list)
+            out_of_memory = _out_of_memory_line(args.command, args)
             return COMMANDS[args.command](args)
-        return _cmd_open(_app_parser().parse_args(args_list))
+        args = _app_parser().parse_args(args_list)
+        out_of_memory = _out_of_memory_line(None, args)
+        return _cmd_open(args)
     except (UserError, PolicyError, ReplayError) as exc:
         sys.stderr.write(f"context-inspector: {visible(str(exc), newlines=False)}\n")
+        return EXIT_USAGE
+    except MemoryError:
+        # the line is made before the command runs: with no memory left, nothing new is made
+        sys.stderr.write(out_of_memory)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -170,7 +170,8 @@ def test_a_live_wal_database_is_read_without_changing_it(tmp_path: Path) -> None
 def read_only_io(reads: list[str] | None = None) -> Iterator[list[str]]:
     """Every open for writing, every create/remove/rename and every SQLite connection that is not a
     `mode=ro` URI fails with PermissionError while inside; yields the list of what was attempted.
-    Files opened for reading (and databases connected to) are added to `reads`."""
+    Files opened for reading (by `open` or `os.open`; and databases connected to) are added to
+    `reads`."""
     attempts: list[str] = []
     opened: list[str] = [] if reads is None else reads
     real_open, real_os_open, real_connect = builtins.open, os.open, sqlite3.connect
@@ -189,6 +190,7 @@ def read_only_io(reads: list[str] | None = None) -> Iterator[list[str]]:
     def guarded_os_open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
         if flags & write_flags:
             raise refuse(f"os.open({path!r}, {flags:#o})")
+        opened.append(os.fsdecode(path))
         return real_os_open(path, flags, *args, **kwargs)
 
     def guarded_connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:

@@ -42,7 +42,8 @@ def _fits(value: Any, hint: Any, where: str) -> str | None:
     if hint is None or hint is type(None):
         return None if value is None else f"{where}: {value!r:.80} is not None"
     if origin in (tuple, list, dict):
-        if type(value) is not origin:
+        # a list subclass is a list (the readers' bounded `LoadIssues`); nothing decoded is one
+        if type(value) is not origin and not (origin is list and isinstance(value, list)):
             return f"{where}: a {type(value).__name__}, not a {origin.__name__}"
         args = get_args(hint)
         if origin is dict:

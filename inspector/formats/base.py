@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import os
-from collections.abc import Callable, Iterable, Iterator
+import stat
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from io import FileIO
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol, Self, SupportsIndex
 
 import orjson
 
@@ -27,6 +31,93 @@ it is a load issue and counts as nothing, so one bad number cannot swamp every f
 
 class LoaderError(Exception):
     """A problem a user caused (missing path, not a transcript): one clear line, no traceback."""
+
+
+MAX_LOAD_ISSUES = 100
+"""How many load issues a load keeps (the first ones met); the others are only counted. A file
+of a million junk lines is a million issues: kept whole they took 700 MB, and no one reads them."""
+
+
+class LoadIssues(list[LoadIssue]):
+    """The load issues of one load, bounded: the first `limit` are kept, `total` counts them all.
+
+    Every reader collects its issues in one (a plain list's `append`, `extend`, `+` and `+=` work
+    on it, and keep the bound and the count), so a file of junk costs a bounded sample of issues
+    however long it is. `Transcript.load_issues` is one; `issue_total` reads its count.
+    """
+
+    __slots__ = ("limit", "total")
+
+    def __init__(self, issues: Iterable[LoadIssue] = (), *, limit: int = MAX_LOAD_ISSUES) -> None:
+        super().__init__()
+        self.limit = limit
+        self.total = 0
+        self.extend(issues)
+
+    @classmethod
+    def joined(cls, *parts: Iterable[LoadIssue]) -> LoadIssues:
+        """The issues of every part, in order (each part's own count included)."""
+        out = cls()
+        for part in parts:
+            out.extend(part)
+        return out
+
+    @property
+    def dropped(self) -> int:
+        """How many issues were counted but not kept."""
+        return self.total - len(self)
+
+    def append(self, issue: LoadIssue, /) -> None:
+        self.total += 1
+        if len(self) < self.limit:
+            super().append(issue)
+
+    def extend(self, issues: Iterable[LoadIssue], /) -> None:
+        if isinstance(issues, LoadIssues):
+            room = max(0, self.limit - len(self))
+            super().extend(issues[:room])
+            self.total += issues.total
+            return
+        for issue in issues:
+            self.append(issue)
+
+    def insert(self, index: SupportsIndex, issue: LoadIssue, /) -> None:
+        self.total += 1
+        super().insert(index, issue)
+        if len(self) > self.limit:
+            super().pop()
+
+    def __iadd__(self, issues: Iterable[LoadIssue], /) -> Self:  # type: ignore[override]
+        self.extend(issues)
+        return self
+
+    def __add__(self, issues: list[LoadIssue], /) -> LoadIssues:  # type: ignore[override]
+        return LoadIssues.joined(self, issues)
+
+    def copy(self) -> LoadIssues:
+        return LoadIssues(self, limit=self.limit)
+
+    def after(self, earlier: LoadIssues) -> LoadIssues:
+        """The issues added since this was a copy of `earlier` (`earlier` unchanged since): those
+        of them kept, and their count."""
+        out = LoadIssues(limit=self.limit)
+        list.extend(out, self[len(earlier) :])
+        out.total = self.total - earlier.total
+        return out
+
+    def __reduce__(self) -> Any:
+        return (_rebuild_issues, (list(self), self.limit, self.total))
+
+
+def _rebuild_issues(kept: list[LoadIssue], limit: int, total: int) -> LoadIssues:
+    out = LoadIssues(kept, limit=max(limit, len(kept)))
+    out.total = total
+    return out
+
+
+def issue_total(issues: Sequence[LoadIssue]) -> int:
+    """How many load issues `issues` stands for: a `LoadIssues`' count, else its length."""
+    return issues.total if isinstance(issues, LoadIssues) else len(issues)
 
 
 class Overlong(bytes):
@@ -114,6 +205,58 @@ class LineSplitter:
         if self._parts or self._dropped:
             self.lines_seen += 1
             yield self.lines_seen, self._take_held(b"")
+
+
+class NotRegularFileError(OSError):
+    """A path that is not a regular file (a FIFO, a device, a socket, a folder) was to be read."""
+
+
+_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+)
+
+
+def regular_fd(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
+    """A descriptor of `path` opened for reading, with its `fstat`, if it is a regular file (a
+    symlink is followed to what it names); else `NotRegularFileError` (an OSError).
+
+    The open never blocks (it is non-blocking: a FIFO would wait for a writer, and reads of the
+    descriptor never wait either) and the check is made on the opened descriptor, so the file
+    cannot be swapped for a FIFO or a device (/dev/zero never ends) between the two."""
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFileError(errno.EINVAL, "not a regular file", os.fspath(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """`path` opened for reading (binary, buffered), if it is a regular file (`regular_fd`).
+
+    A regular file whose size is 0 is not read at all (an empty stream is returned): on a real
+    file system it is empty, while a pseudo-file that says 0 may block or never end (/proc/kmsg
+    waits for kernel messages, and reading it takes them from syslog)."""
+    fd, st = regular_fd(path)
+    if st.st_size == 0:
+        os.close(fd)
+        return io.BytesIO()
+    try:
+        os.set_blocking(fd, True)
+        raw = FileIO(fd, "rb", closefd=True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return io.BufferedReader(raw)
+
+
+def read_regular(path: str | os.PathLike[str]) -> bytes:
+    """The whole content of the regular file `path` (`open_regular`: never a FIFO or a device)."""
+    with open_regular(path) as fh:
+        return fh.read()
 
 
 def _too_deep(value: dict[str, Any] | list[Any], limit: int) -> bool:
@@ -294,19 +437,22 @@ class Pairing:
         while self._results and self._results[-1][0] >= n:
             self._results.pop()
 
-    def issues(self) -> list[LoadIssue]:
+    def issues(self) -> LoadIssues:
         """A load issue for every tool call id made a second time (its results can no longer be
-        told apart) and, with `orphans`, for every tool result whose call is nowhere."""
-        out = [issue for _, issue in self._again]
+        told apart) and, with `orphans`, for every tool result whose call is nowhere (bounded:
+        `LoadIssues`)."""
+        out = LoadIssues(issue for _, issue in self._again)
+        orphans = [(call, m) for _, call, m in self._results if call not in self._first]
+        room = max(0, out.limit - len(out))
         out.extend(
             self._issue(m, f"tool result for call {short(call)!r}, which no message makes (an orphan)")
-            for _, call, m in self._results
-            if call not in self._first
+            for call, m in orphans[:room]
         )
+        out.total += len(orphans) - min(room, len(orphans))
         return out
 
 
-def pairing_issues(messages: Iterable[Message], file: str, *, orphans: bool = True) -> list[LoadIssue]:
+def pairing_issues(messages: Iterable[Message], file: str, *, orphans: bool = True) -> LoadIssues:
     """`Pairing.issues` of `messages`."""
     pairing = Pairing(file, orphans=orphans)
     for m in messages:
@@ -330,8 +476,9 @@ class _Fed(Protocol):
 def feed_file(reader: _Fed, path: str | Path, progress: Progress | None = None) -> None:
     """Feed a whole file to an incremental reader, a chunk at a time, and finish it (a last line
     without its newline is read if whole); `progress` hears of every chunk."""
-    with Path(path).open("rb") as fh:
-        size = os.fstat(fh.fileno()).st_size if progress is not None else 0
+    with open_regular(path) as fh:
+        size = fh.seek(0, os.SEEK_END) if progress is not None else 0
+        fh.seek(0)
         done = 0
         while chunk := fh.read(READ_CHUNK):
             reader.feed(chunk)

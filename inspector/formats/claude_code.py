@@ -70,12 +70,14 @@ from .base import (
     MAX_TOKENS,
     LineSplitter,
     LoaderError,
+    LoadIssues,
     Overlong,
     Pairing,
     Progress,
     decode_json_line,
     describe,
     feed_file,
+    issue_total,
     short,
     token_count,
     too_deep,
@@ -166,7 +168,7 @@ class _State:
     order: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
     """The uuids of the nodes with a record (conversation and boundary lines), in file order."""
-    issues: list[LoadIssue] = field(default_factory=list)
+    issues: LoadIssues = field(default_factory=LoadIssues)
     skipped: Counter[str] = field(default_factory=Counter)
     title: str | None = None
     session_id: str | None = None
@@ -394,14 +396,14 @@ class ClaudeCodeReader:
     def _take_long(self, line_no: int, raw: bytes, torn_ok: bool = True) -> None:
         """Any line, decoded whole and checked in Python, with a load issue for what is wrong."""
         state = self._state
-        before = len(state.issues)
+        before = state.issues.total
         # nesting depth is checked below, on what is kept of the line: the rest (file-history
         # snapshots are the bulk of the deep-looking lines) is only counted, never recursed into
         rec = decode_json_line(raw, self.file, line_no, state.issues, depth=False)
         if rec is None:
-            if len(state.issues) > before:  # broken, not blank: it costs itself, not its children
+            if state.issues.total > before:  # broken, not blank: it costs itself, not its children
                 self._salvage(line_no, raw)
-            if not torn_ok and len(state.issues) > before:
+            if not torn_ok and state.issues.total > before and len(state.issues) == state.issues.total:
                 last = state.issues[-1]
                 state.issues[-1] = LoadIssue(
                     file=last.file,
@@ -538,7 +540,8 @@ class ClaudeCodeReader:
             ):
                 return None
         if not conv and (
-            len(old.load_issues) == len(built.chain_issues) + len(state.issues) + len(built.pairing.issues())
+            issue_total(old.load_issues)
+            == issue_total(built.chain_issues) + state.issues.total + built.pairing.issues().total
             and old.title == state.title
             and old.skipped == dict(Counter(state.skipped) + built.skipped_extra)
         ):
@@ -695,7 +698,7 @@ class ClaudeCodeReader:
             events=list(old.events),
             subagents=subagents,
             abandoned=list(old.abandoned),
-            load_issues=[*state.issues, *built.chain_issues, *built.pairing.issues()],
+            load_issues=LoadIssues.joined(state.issues, built.chain_issues, built.pairing.issues()),
             skipped=dict(skipped),
         )
         transcript.adopt_index(old, [messages[gi] for gi in touched])
@@ -1111,7 +1114,7 @@ class _Builder:
         self.memo = memo if memo is not None else _Memo()
         self.built: _Built | None = None
         """Set by `build` when the result can be extended (not a sidechain-only file)."""
-        self.issues = list(state.issues)
+        self.issues = state.issues.copy()
         self.skipped: Counter[str] = Counter(state.skipped)
         self.starts: dict[str, str] = {}
         """Roots on the chain that begin a segment without a boundary line, by uuid: their style
@@ -1572,7 +1575,7 @@ class _Builder:
             for i, ids in enumerate(segments)
         ]
         models = Counter(r.model for r in requests if r.model and r.model != "<synthetic>")
-        chain_issues = self.issues[len(self.s.issues) :]
+        chain_issues = self.issues.after(self.s.issues)
         pairing = Pairing(self.file)
         for m in messages:
             pairing.add(m)

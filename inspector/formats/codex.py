@@ -66,6 +66,7 @@ from .base import (
     MAX_LINE_BYTES,
     MAX_TOKENS,
     LineSplitter,
+    LoadIssues,
     Progress,
     decode_json_line,
     describe,
@@ -329,7 +330,7 @@ class _State:
     segments: list[list[str]] = field(default_factory=lambda: [[]])
     requests: list[Request] = field(default_factory=list)
     events: list[RecordedEvent] = field(default_factory=list)
-    issues: list[LoadIssue] = field(default_factory=list)
+    issues: list[LoadIssue] = field(default_factory=LoadIssues)
     skipped: Counter[str] = field(default_factory=Counter)
     call_names: dict[str, str] = field(default_factory=dict)
     open_response: int | None = None
@@ -750,7 +751,7 @@ class CodexReader:
             segments=segments,
             requests=list(s.requests),
             events=list(s.events),
-            load_issues=list(s.issues) + pairing_issues(s.messages, self.file),
+            load_issues=LoadIssues.joined(s.issues, pairing_issues(s.messages, self.file)),
             skipped=dict(s.skipped),
         )
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from inspector.model import Transcript
 from inspector.model.bulk import paused_gc
 
-from .base import LoaderError, Progress, Reader
+from .base import LoaderError, Progress, Reader, open_regular
 from .choice import Choice, match_session, pick_in_folder
 
 HEAD_BYTES = 256 * 1024
@@ -36,9 +36,11 @@ def _readers() -> Iterator[Reader]:
 
 
 def read_head(path: Path) -> bytes:
+    """The first HEAD_BYTES of a regular file (`open_regular`: a file that says it holds 0 bytes,
+    as /proc/kmsg does, is not read); b"" for a folder."""
     if path.is_dir():
         return b""
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         return fh.read(HEAD_BYTES)
 
 

@@ -43,7 +43,16 @@ from inspector.model import (
     Transcript,
 )
 
-from .base import LoaderError, Progress, describe, pairing_issues, too_deep, too_deep_reason
+from .base import (
+    LoaderError,
+    LoadIssues,
+    Progress,
+    describe,
+    pairing_issues,
+    read_regular,
+    too_deep,
+    too_deep_reason,
+)
 from .json_array import first_elements
 
 FORMAT = "generic"
@@ -202,7 +211,7 @@ class _Parser:
     def __init__(self, file: str) -> None:
         self.file = file
         self.messages: list[Message] = []
-        self.issues: list[LoadIssue] = []
+        self.issues: list[LoadIssue] = LoadIssues()
         self.call_names: dict[str, str] = {}
         self.pending_functions: dict[str, list[str]] = {}
         self.first_task_done = False
@@ -352,7 +361,7 @@ def parse_chat(value: Any, file: str) -> Transcript:
         segments=[Segment(index=0, message_ids=ids)],
         requests=[Request(index=1, model=model, usage=None, segment=0, ledger_len=len(ids))],
         # a chat file is often an excerpt: a result whose call is cut off is not reported
-        load_issues=parser.issues + pairing_issues(parser.messages, file, orphans=False),
+        load_issues=LoadIssues.joined(parser.issues, pairing_issues(parser.messages, file, orphans=False)),
     )
 
 
@@ -362,7 +371,7 @@ def load_chat_json(path: str | Path) -> Transcript:
     size = p.stat().st_size
     if size > MAX_BYTES:
         raise LoaderError(f"{p} is {size:,} bytes, over the {MAX_BYTES:,} limit for a chat JSON file")
-    raw = p.read_bytes().removeprefix(b"\xef\xbb\xbf")
+    raw = read_regular(p).removeprefix(b"\xef\xbb\xbf")
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -73,9 +73,12 @@ from inspector.model import (
 
 from .base import (
     LoaderError,
+    LoadIssues,
     Progress,
     describe,
     json_error_reason,
+    open_regular,
+    read_regular,
     short,
     token_count,
     too_deep,
@@ -206,7 +209,7 @@ def _uri(db: Path) -> str:
 def _wal_files_missing(db: Path) -> bool:
     """A WAL-mode database whose -wal/-shm files are absent (no writer has it open)."""
     try:
-        with db.open("rb") as fh:
+        with open_regular(db) as fh:
             header = fh.read(20)
     except OSError:
         return False
@@ -251,7 +254,7 @@ def _columns(con: sqlite3.Connection, table: str) -> set[str]:
 
 def _is_opencode_db(path: Path) -> bool:
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             if fh.read(16) != SQLITE_MAGIC:
                 return False
     except OSError:
@@ -383,7 +386,7 @@ def _read_json(path: Path, issues: list[LoadIssue], what: str) -> dict[str, Any]
         issues.append(LoadIssue(file=str(path), line=1, reason=f"{what}: not a regular file"))
         return None
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except OSError as exc:
         issues.append(LoadIssue(file=str(path), line=1, reason=f"{what}: cannot read: {exc.strerror or exc}"))
         return None
@@ -445,7 +448,7 @@ class _JsonStore:
         )
 
     def sessions(self, issues: list[LoadIssue] | None = None) -> list[OpencodeSession]:
-        sink: list[LoadIssue] = [] if issues is None else issues
+        sink: list[LoadIssue] = LoadIssues() if issues is None else issues
         files = (
             sorted((self.root / "session" / "info").glob("*.json"))
             if self.old
@@ -1087,7 +1090,7 @@ def _lone_record(path: Path, rec: dict[str, Any], kind: str, issues: list[LoadIs
 def load_opencode(path: str | Path, session_id: str | None = None) -> Transcript:
     """Read one opencode session (the most recently updated top-level one unless `session_id` names one)."""
     p = Path(path)
-    issues: list[LoadIssue] = []
+    issues: list[LoadIssue] = LoadIssues()
     store: _DbStore | _JsonStore | None = None
     from_record = False
     if p.is_dir():

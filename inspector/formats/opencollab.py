@@ -100,10 +100,14 @@ from .base import (
     MAX_TOKENS,
     LineSplitter,
     LoaderError,
+    LoadIssues,
     Overlong,
     Progress,
     decode_json_line,
     describe,
+    issue_total,
+    open_regular,
+    read_regular,
     short,
     token_count,
 )
@@ -191,7 +195,7 @@ class RawLedger:
     base_sequence: int
     sequence: int
     """The last sequence applied (the snapshot's own when no journal record was)."""
-    issues: list[LoadIssue] = field(default_factory=list)
+    issues: list[LoadIssue] = field(default_factory=LoadIssues)
     skipped: Counter[str] = field(default_factory=Counter)
 
 
@@ -199,7 +203,7 @@ def _read_json(path: Path) -> Any:
     size = path.stat().st_size
     if size > MAX_SNAPSHOT_BYTES:
         raise LoaderError(f"{path} is {size:,} bytes, over the {MAX_SNAPSHOT_BYTES:,} limit for a snapshot")
-    raw = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
+    raw = read_regular(path).removeprefix(b"\xef\xbb\xbf")
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -221,7 +225,7 @@ def read_ledger(snapshot: str | Path) -> RawLedger:
     path = Path(snapshot)
     file = str(path)
     value = _read_json(path)
-    issues: list[LoadIssue] = []
+    issues: list[LoadIssue] = LoadIssues()
     if isinstance(value, list):  # a legacy bare list of messages
         meta: dict[str, Any] = {}
         messages: list[Any] = list(value)
@@ -261,7 +265,7 @@ def read_ledger(snapshot: str | Path) -> RawLedger:
 def _apply_journal(ledger: RawLedger, journal: Path) -> None:
     file = str(journal)
     lines = LineSplitter(max_line=MAX_LINE_BYTES)
-    with journal.open("rb") as fh:
+    with open_regular(journal) as fh:
         while chunk := fh.read(READ_CHUNK):
             for line_no, raw in lines.feed(chunk):
                 rec = decode_json_line(raw, file, line_no, ledger.issues)
@@ -398,7 +402,8 @@ def messages_of(ledger: RawLedger) -> tuple[list[Message], list[LoadIssue]]:
     """
     placeholder = "<opencollab ledger>"
     parsed = parse_chat(ledger.messages, placeholder)
-    issues: list[LoadIssue] = []
+    issues = LoadIssues()
+    issues.total = issue_total(parsed.load_issues) - len(parsed.load_issues)  # those not kept
     for i in parsed.load_issues:
         if i.file == placeholder and 1 <= i.line <= len(ledger.origins):
             where = ledger.origins[i.line - 1]
@@ -477,7 +482,7 @@ def find_trajectory(folder: Path) -> Path | None:
         return None
     for p in candidates:
         try:
-            with p.open("rb") as fh:
+            with open_regular(p) as fh:
                 head = fh.read(64 * 1024)
         except OSError:
             continue
@@ -577,7 +582,7 @@ class _Trace:
     target: int | None = None
     model: str | None = None
     calls_by_aid: Counter[int] = field(default_factory=Counter)
-    issues: list[LoadIssue] = field(default_factory=list)
+    issues: list[LoadIssue] = field(default_factory=LoadIssues)
     skipped: Counter[str] = field(default_factory=Counter)
 
 
@@ -598,7 +603,7 @@ def read_trajectory(path: Path | None, aid: int | None, single_agent: bool) -> _
             return
         _trace_record(trace, rec, file, line_no, aid, single_agent)
 
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         while chunk := fh.read(READ_CHUNK):
             for line_no, raw in lines.feed(chunk):
                 take(line_no, raw, False)
@@ -726,7 +731,7 @@ class AgentFile:
 
 def _head(path: Path, size: int = SNIFF_HEAD) -> bytes:
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(size)
     except OSError:
         return b""
@@ -810,7 +815,7 @@ def _load_agent(chosen: AgentFile, folder: Path, agents: list[AgentFile], list_o
     role = _str(meta.get("role")) or chosen.role
     messages, issues = messages_of(ledger)
     trace = read_trajectory(find_trajectory(folder), aid, single_agent=len(agents) <= 1)
-    issues = ledger.issues + issues + trace.issues
+    issues = LoadIssues.joined(ledger.issues, issues, trace.issues)
     skipped = ledger.skipped + trace.skipped
 
     # requests: the k-th llm_call answered by the k-th assistant message

@@ -7,13 +7,15 @@ notes/opencode-codex.md A5/B1, notes/opencollab.md §5):
   and anything under `<session>/subagents/`, are parts of a session, not sessions).
 - Codex: `$CODEX_HOME/sessions` or `~/.codex/sessions`, `YYYY/MM/DD/rollout-*.jsonl`.
 - opencode: `$XDG_DATA_HOME/opencode` or `~/.local/share/opencode`: `opencode*.db` (one entry per
-  session, its requests counted as the reader counts them, read through a read-only SQLite URI; one
-  entry for the whole database when it cannot be read), and the older JSON layouts `storage/session/<project>/<ses>.json` and
+  session, its requests counted as the reader counts them, read through the reader's own read-only
+  connection, `connect_readonly`, which creates no -wal or -shm beside a WAL database; one entry for
+  the whole database when it cannot be read), and the older JSON layouts `storage/session/<project>/<ses>.json` and
   `project/<slug>/storage/session/info/<ses>.json`.
 - OpenCollab: `.opencollab/sessions/<run>/agent_*.json` below the current folder.
 
 Everything is cheap: a stat and a bounded read of each file's head (and tail), never a full load;
-a missing or unreadable folder or file is skipped, never fatal. Nothing is written anywhere.
+a missing or unreadable folder or file is skipped, never fatal; only regular files are opened
+(`open_regular`: never a FIFO or a device). Nothing is written anywhere.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
-from urllib.parse import quote
 
 import msgspec
 import orjson
 from msgspec import Struct
+
+from inspector.formats.base import LoaderError, open_regular
 
 Harness = Literal["claude-code", "codex", "opencode", "opencollab"]
 
@@ -117,8 +120,8 @@ _os_scandir = os.scandir  # tests inject failures here
 
 
 def _open_binary(path: Path) -> BinaryIO:
-    """Opens a file for reading (tests inject failures here)."""
-    return path.open("rb")
+    """Opens a regular file for reading, never a FIFO or a device (tests inject failures here)."""
+    return open_regular(path)
 
 
 def _scandir(path: Path) -> list[os.DirEntry[str]]:
@@ -467,15 +470,18 @@ def _opencode(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> I
 
 
 def _open_ro(path: Path) -> sqlite3.Connection:
-    """A read-only connection that neither locks nor changes a live database."""
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
-    return sqlite3.connect(uri, uri=True, timeout=0.5)
+    """The reader's own read-only connection (`connect_readonly`): it neither locks nor changes a
+    live database, and opens a WAL database no writer holds `immutable=1`, where a `mode=ro`
+    open would create its -wal and -shm files beside it."""
+    from inspector.formats.opencode import connect_readonly
+
+    return connect_readonly(path)
 
 
 def _opencode_db(path: Path, st: os.stat_result, now: datetime) -> list[SessionInfo]:
     try:
         con = _open_ro(path)
-    except sqlite3.Error:
+    except (sqlite3.Error, LoaderError):
         return [_opencode_db_whole(path, st, now)]
     try:
         rows = con.execute("SELECT id, title, directory, time_updated, parent_id FROM session").fetchall()

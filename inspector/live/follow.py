@@ -9,6 +9,9 @@ How it works (DESIGN.md §4, §7 "live", §8; notes/textual.md §5):
   below the offset (truncated) or different bytes before the offset (rewritten in place) make it
   start over from byte 0 with a FRESH reader, never mixing old and new, and report a reset.
 - A deleted file keeps what was read (`missing` is reported); when it comes back it is a reset.
+  A file replaced by what is not a regular file (a FIFO, a link to /dev/zero) is missing too:
+  only regular files are opened (`regular_fd`: a non-blocking open, checked on the descriptor),
+  and a poll reads no further than the size the opened file had, so nothing blocks or never ends.
 - Waiting is done by watchfiles on the PARENT folder, not the file (a watch on the file itself dies
   when the file is replaced), filtered to the file and to `<stem>/subagents/`, where new subagent
   transcripts are reported. Watchfiles blocks on inotify/FSEvents/ReadDirectoryChanges; nothing
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,6 +35,7 @@ from io import FileIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
+from inspector.formats.base import NotRegularFileError, regular_fd
 from inspector.model import Transcript
 
 if TYPE_CHECKING:
@@ -207,8 +212,10 @@ class Follower:
             if self.whole_file:
                 return self._poll_whole(agents, calls)
             try:
-                fh = FileIO(self.path, "rb")
-            except FileNotFoundError:
+                fd, st = regular_fd(self.path)
+            except (FileNotFoundError, NotRegularFileError):
+                # gone, or replaced by what is not a regular file (a FIFO, a link to /dev/zero):
+                # nothing is read of it, and what was read so far is kept
                 self._missing = True
                 return FollowUpdate(
                     new_subagent_files=agents,
@@ -216,8 +223,7 @@ class Follower:
                     missing=True,
                     offset=self._offset,
                 )
-            with fh:
-                st = os.fstat(fh.fileno())
+            with FileIO(fd, "rb", closefd=True) as fh:  # (non-blocking: no read of it ever waits)
                 ident = (st.st_dev, st.st_ino)
                 reason: str | None = None
                 if self._ident is not None and self._missing:
@@ -232,7 +238,7 @@ class Follower:
                     self._start_over()
                 self._ident = ident
                 self._missing = False
-                read, more = self._read_from(fh, max_bytes)
+                read, more = self._read_from(fh, st.st_size, max_bytes)
             return FollowUpdate(
                 bytes_read=read,
                 reset=reason is not None,
@@ -253,11 +259,16 @@ class Follower:
         fh.seek(self._offset - n)
         return fh.read(n) == self._tail
 
-    def _read_from(self, fh: FileIO, max_bytes: int | None) -> tuple[int, bool]:
+    def _read_from(self, fh: FileIO, size: int, max_bytes: int | None) -> tuple[int, bool]:
+        """Feed the bytes from the offset up to `size` (the file's size when it was opened: what
+        is appended after is read at the next poll, and a pseudo-file that says 0 is never read)."""
         fh.seek(self._offset)
         total = 0
         while max_bytes is None or total < max_bytes:
             want = self.chunk_size if max_bytes is None else min(self.chunk_size, max_bytes - total)
+            want = min(want, size - self._offset)
+            if want <= 0:
+                break  # (more may have been appended since it was opened)
             data = fh.read(want)
             if not data:
                 return total, False
@@ -493,10 +504,13 @@ async def _next_changes(gen: AsyncIterator[set[tuple[Change, str]]]) -> set[tupl
 
 
 def _stat_signature(path: Path) -> tuple[int, int, int, int] | None:
+    """What identifies this version of the file; None when it is missing or not a regular file."""
     try:
         st = os.stat(path)
     except OSError:
         return None
+    if not stat.S_ISREG(st.st_mode):
+        return None  # a FIFO or a device in its place is never read
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 

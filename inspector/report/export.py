@@ -46,7 +46,7 @@ from .redact import redact as redact_text
 from .redact import redact_value
 from .render import render_report
 from .sanitize import json_text, one_line, visible
-from .summary import Report
+from .summary import Report, load_issues_title
 
 FORMATS = ("json", "md", "html", "svg")
 SVG_WIDTH = 120
@@ -394,7 +394,7 @@ def to_markdown(report: Report, table: LedgerTable | None) -> str:
             ("request", "context", "output", "spent so far", "segment", "model"), _request_rows(report)
         )
     if report.load_issues:
-        lines += ["", f"## Load issues ({len(report.load_issues):,})", ""]
+        lines += ["", f"## {load_issues_title(report)}", ""]
         lines += _md_table(
             ("where", "reason"), ([f"{i.file}:{i.line}", i.reason] for i in report.load_issues)
         )
@@ -551,7 +551,7 @@ def to_html(report: Report, table: LedgerTable | None) -> str:
             )
         )
     if report.load_issues:
-        body.append(f"<h2>Load issues ({len(report.load_issues):,})</h2>")
+        body.append(f"<h2>{load_issues_title(report)}</h2>")
         body.append(
             _html_table(("where", "reason"), ([f"{i.file}:{i.line}", i.reason] for i in report.load_issues))
         )

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .sanitize import one_line, visible
-from .summary import Report
+from .summary import Report, load_issues_title
 
 if TYPE_CHECKING:
     from inspector.live.discovery import SessionInfo
@@ -203,7 +203,7 @@ def render_report(report: Report) -> RenderableType:
         parts.append(ab)
 
     if report.load_issues:
-        iss = Table(title=f"Load issues ({len(report.load_issues):,})", title_justify="left")
+        iss = Table(title=load_issues_title(report), title_justify="left")
         iss.add_column("where")
         iss.add_column("reason")
         for issue in report.load_issues[:200]:

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from msgspec import Meta, Struct
 
+from inspector.formats.base import MAX_LOAD_ISSUES, issue_total
 from inspector.model import (
     MediaBlock,
     ReasoningBlock,
@@ -195,7 +196,15 @@ class Report(Struct, kw_only=True):
     subagents: list[SubagentRow]
     abandoned_branches: list[AbandonedRow]
     skipped: dict[str, int]
-    load_issues: list[IssueRow]
+    load_issues: Annotated[
+        list[IssueRow],
+        Meta(
+            description=f"the first load issues met (at most {MAX_LOAD_ISSUES:,}; `load_issues_total` counts all)"
+        ),
+    ]
+    load_issues_total: Annotated[
+        int, Meta(description="how many load issues there were in all, `load_issues` among them")
+    ] = 0
     budget: BudgetRow
     fidelity: Annotated[
         dict[str, Any] | None,
@@ -234,6 +243,17 @@ class Report(Struct, kw_only=True):
             "newest session; in opencode, the newest one that is not a subagent's)"
         ),
     ] = None
+
+
+def load_issues_title(report: Report) -> str:
+    """The heading of a report's load issues: how many there were, and how many are shown."""
+    shown = len(report.load_issues)
+    total = max(report.load_issues_total, shown)
+    return (
+        f"Load issues ({total:,})"
+        if total == shown
+        else f"Load issues ({total:,}; the first {shown:,} shown)"
+    )
 
 
 def resolve_window(
@@ -439,6 +459,7 @@ def build_report(
         ],
         skipped=dict(sorted(transcript.skipped.items())),
         load_issues=[IssueRow(file=i.file, line=i.line, reason=i.reason) for i in transcript.load_issues],
+        load_issues_total=issue_total(transcript.load_issues),
         budget=budget,
     )
 
