@@ -24,6 +24,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,11 @@ async def settled(pilot: Any, request: int | None = None) -> MainScreen:
     return main
 
 
+def detail_shown(main: MainScreen, request: int, row: int) -> bool:
+    detail = main.detail.detail
+    return detail is not None and detail.row == row and detail.request == request
+
+
 async def walk_requests(pilot: Any, screens: Screens) -> None:
     """Every request, every row of it, and every row's message full screen."""
     main = await settled(pilot)
@@ -162,13 +168,7 @@ async def walk_requests(pilot: Any, screens: Screens) -> None:
             if row:
                 await pilot.press("down")
             await wait_for(
-                pilot,
-                lambda row=row, k=k, main=main: (
-                    main.detail.detail is not None
-                    and main.detail.detail.row == row
-                    and main.detail.detail.request == k
-                ),
-                f"the detail of row {row} at request {k}",
+                pilot, partial(detail_shown, main, k, row), f"the detail of row {row} at request {k}"
             )
             screens.check(f"main, request {k}, row {row}")
             await pilot.press("enter")
@@ -471,3 +471,91 @@ async def test_the_screen_check_fails_on_raw_content(tmp_path: Path) -> None:
 
 
 _ = (Input, OptionList)
+
+
+def test_the_text_helpers_make_controls_visible_and_never_read_markup() -> None:
+    from inspector.tui.text import join, line, lines
+
+    shown = line(f"{TOOL} {MARKUP} {OSC52}\nnext\tline")
+    assert shown.plain == f"{TOOL} {MARKUP} {visible(OSC52)}⏎ next line" and not shown.spans
+    assert lines("a\x1b[31m\nb").plain == "a\\x1b[31m\nb"
+    styled = join(("● live", "bold"), " · ", f"{FILE_STEM}.jsonl")
+    assert styled.plain == f"● live · {visible(FILE_STEM)}.jsonl"
+    assert [(s.start, s.end) for s in styled.spans] == [(0, 6)]  # the badge's style only
+
+
+TUI = Path(__file__).resolve().parents[1] / "inspector" / "tui"
+SAFE_CALLS = {"line", "lines", "join", "assemble", "header_text", "row_text", "detail_text", "Text"}
+"""Calls that build plain text (through `visible`, or from strings that went through it)."""
+
+
+def _unsafe_display(tree: Any, name: str) -> list[str]:
+    """Display strings Textual would read as markup: a border title or subtitle that is not plain
+    (a literal without `[`, or a helper's result), a formatted string given to Label, Static or
+    update, `.notify(` other than `inspector.tui.text.notify`, markup read on purpose."""
+    import ast
+
+    def called(node: ast.expr) -> str:
+        if not isinstance(node, ast.Call):
+            return ""
+        func = node.func
+        return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+    def plain_literal(node: ast.expr) -> bool:
+        return isinstance(node, ast.Constant) and isinstance(node.value, str) and "[" not in node.value
+
+    found: list[str] = []
+    for node in ast.walk(tree):
+        where = f"{name}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Assign):
+            titles = [t.attr for t in node.targets if isinstance(t, ast.Attribute)]
+            if {"border_title", "border_subtitle"} & set(titles) and not (
+                plain_literal(node.value) or called(node.value) in SAFE_CALLS
+            ):
+                found.append(f"{where}: a border title from a string Textual reads as markup")
+        elif isinstance(node, ast.Call):
+            attr = called(node)
+            if attr == "notify" and isinstance(node.func, ast.Attribute) and name != "text.py":
+                found.append(f"{where}: .notify( (inspector.tui.text.notify shows text)")
+            if attr in ("from_markup", "render_str"):
+                found.append(f"{where}: {attr} reads markup")
+            if attr in ("Label", "Static", "update") and node.args:
+                arg = node.args[0]
+                formatted = isinstance(arg, ast.JoinedStr | ast.BinOp)
+                if (
+                    formatted
+                    or (isinstance(arg, ast.Constant) and not plain_literal(arg))
+                    or (isinstance(arg, ast.Call) and called(arg) not in SAFE_CALLS)
+                ):
+                    found.append(f"{where}: {attr}( of a string Textual may read as markup")
+            markup_on = [
+                k
+                for k in node.keywords
+                if k.arg == "markup" and not (isinstance(k.value, ast.Constant) and k.value.value is False)
+            ]
+            if markup_on and name != "text.py":
+                found.append(f"{where}: markup= other than False")
+    return found
+
+
+def test_no_display_string_in_the_app_can_be_read_as_markup() -> None:
+    """Every border title, toast, label and update in inspector/tui takes plain text (the helpers
+    of inspector.tui.text, or Text/Content built from strings), never a str Textual would parse."""
+    import ast
+
+    found: list[str] = []
+    for path in sorted(TUI.rglob("*.py")):
+        found += _unsafe_display(ast.parse(path.read_text(encoding="utf-8")), path.name)
+    assert found == []
+    # and the check finds what it looks for
+    bad = ast.parse(
+        'w.border_title = f"request {d.title}"\n'
+        "self.notify(reason)\n"
+        'Label(f"over {p.name}")\n'
+        'x.update(f"{a}")\n'
+        "Content.from_markup(s)\n"
+        'w.border_subtitle = "[b]x"\n'
+        "w.border_title = name\n"
+        "self.app.notify(m, markup=True)\n"
+    )
+    assert len(_unsafe_display(bad, "bad.py")) == 9
