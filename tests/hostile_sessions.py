@@ -32,7 +32,7 @@ INTERPRETED = ("«x»", "«q»", "«l»", "«t»", "«f»", "«i»", "«p»")
 TOOL = "Bash[/]"
 """A tool name that Textual's markup parser cannot read (a closing tag with nothing open)."""
 EVIL_TOOL = f"Ev{SHORT_CONTROLS}«[b]t[/b]»"
-TEXT = f"hostile {CONTROLS} {MARKUP} end"
+TEXT = f"hostile {CONTROLS} {MARKUP}\tend"
 MODEL = f"model{CONTROLS}{MARKUP}"
 TRIGGER = f"auto{OSC52}{OSC2}[b]trig[/b]"
 """A `compact_boundary` trigger: the gauge's subtitle shows it at first paint."""
