@@ -39,7 +39,7 @@ from inspector.live import Follower, SessionInfo
 from inspector.model import RecordedEvent, Transcript
 from inspector.model.bulk import hold_loaded
 from inspector.replay import Replay, ReplayError, Step
-from inspector.report.sanitize import one_line, visible
+from inspector.report.sanitize import one_line
 from inspector.scenarios import Tour
 from inspector.scenarios import tour as scenario_tour
 from inspector.shaping import PRESETS, Policy, PolicyError
@@ -64,6 +64,7 @@ from inspector.tui.messages import (
 )
 from inspector.tui.picker import PickerScreen
 from inspector.tui.screens import HelpScreen, MessageScreen, PolicyScreen, PromptScreen
+from inspector.tui.text import join, line, lines, notify
 from inspector.tui.viewmodel import (
     SIMULATED_COMPACTION_LAYERS,
     SessionView,
@@ -438,7 +439,7 @@ class MainScreen(Screen[None]):
             self.add_class("-tour")
             narration = self.query_one("#narration", Static)
             narration.border_title = "tour"
-            narration.update(f"preparing the tour of {self.tour_name}…")
+            narration.update(line(f"preparing the tour of {self.tour_name}…"))
             self.load_tour(self.tour_name, self.generation)
 
     # -- workers ------------------------------------------------------------------------------
@@ -673,8 +674,8 @@ class MainScreen(Screen[None]):
             self.reshaping = False
             self.policy_arg, self.window_arg, self.window_source = self.settings_before
         if self.view is None:
-            self.gauge.status = f"cannot open: {event.reason}"
-        self.notify(event.reason, title="context-inspector", severity="error", markup=False)
+            self.gauge.status = f"cannot open: {one_line(event.reason, 400)}"
+        notify(self, event.reason, title="context-inspector", severity="error")
         self._first_replay_landed()
 
     def _no_requests(self) -> str:
@@ -694,13 +695,13 @@ class MainScreen(Screen[None]):
     def _show_title(self) -> None:
         """The gauge's title (the top line of the screen): the live badge, the file, policy, window.
 
-        A Content, not a string: a file name is shown as it is, never read as markup."""
+        A Content, not a string: a file name is shown as text (`join`), never read as markup."""
         badge = self._live_badge()
         if badge is None:
-            self.gauge.border_title = Content(self.title_text)
+            self.gauge.border_title = line(self.title_text)
         else:
             text, style = badge
-            self.gauge.border_title = Content.assemble((text, style), " · ", self.title_text)
+            self.gauge.border_title = join((text, style), " · ", self.title_text)
 
     def _live_badge(self) -> tuple[str, str] | None:
         """What the header says about following: ● live, paused (+N new requests), file gone, stopped."""
@@ -729,11 +730,11 @@ class MainScreen(Screen[None]):
         if update.missing != self.file_missing:
             self.file_missing = update.missing
             if update.missing:
-                self.notify(
+                notify(
+                    self,
                     f"{self.file_name} is gone; what was read stays on screen",
                     title="following",
                     severity="warning",
-                    markup=False,
                 )
             self._show_title()
         if update.reset:
@@ -762,7 +763,7 @@ class MainScreen(Screen[None]):
     def live_failed(self, event: LiveFailed) -> None:
         self.live_busy = False
         if event.generation == self.generation:
-            self.notify(event.reason, title="following", severity="error", markup=False)
+            notify(self, event.reason, title="following", severity="error")
         self._kick_live()
 
     @on(LiveReplayReady)
@@ -802,11 +803,11 @@ class MainScreen(Screen[None]):
         self._set_title(replay)
         if reset is not None:
             self.seen_total = min(self.seen_total, total)
-            self.notify(
+            notify(
+                self,
                 f"{self.file_name} {RESET_WORDS.get(reset, 'changed')}: read again from the start",
                 title="following",
                 severity="warning",
-                markup=False,
             )
         if total == 0:
             self.view = None
@@ -818,12 +819,12 @@ class MainScreen(Screen[None]):
         budget = replay.budget
         crossed = crossing(before, event.session.contexts[-1], total, budget.trigger, budget.target)
         if crossed is not None:
-            self.notify(
+            notify(
+                self,
                 crossed.message(budget.trigger),
                 title="context pressure",
                 severity="error" if crossed.line == "trigger" else "warning",
                 timeout=10,
-                markup=False,
             )
         at_bottom = self.view is None or self.columns.cursor_row >= len(self.view.rows) - 1
         if self.following or self.request == 0:
@@ -847,12 +848,12 @@ class MainScreen(Screen[None]):
         # shown: the scan goes on once its frames are drawn
         self.scan_rests_until = min(self.scan_rests_until, time.monotonic() + SCAN_TAIL_S)
         self.gauge.show(view)
-        self.gauge.border_subtitle = Content(self._gauge_subtitle(view))
+        self.gauge.border_subtitle = line(self._gauge_subtitle(view))
         self.sparkline.set_current(view.index, view.trigger, view.target, view.window)
         self.pinned.show(view.pinned, view.context)
-        self.pinned.border_subtitle = f"request {view.index}"
+        self.pinned.border_subtitle = line(f"request {view.index}")
         deciding = " · deciding with the harness's own estimate" if view.decides_as_harness else ""
-        self.columns.border_title = f"pipeline · {view.policy} · request {view.index}{deciding}"
+        self.columns.border_title = line(f"pipeline · {view.policy} · request {view.index}{deciding}")
         self.columns.show(view, keep=event.keep)
         if event.bottom:
             self.columns.select_row(len(view.rows) - 1)
@@ -868,9 +869,11 @@ class MainScreen(Screen[None]):
         self.view = view = dataclasses.replace(
             view, harness=self.replay.harness_estimate(view.index, wait=False)
         )
-        self.gauge.border_subtitle = Content(self._gauge_subtitle(view))
+        self.gauge.border_subtitle = line(self._gauge_subtitle(view))
 
     def _gauge_subtitle(self, view: StepView) -> str:
+        """What the harness recorded and estimated at this request, as one line (its compaction's
+        trigger is the transcript's: shown through `line`, as text)."""
         parts: list[str] = []
         if self.following and self.follower is None:
             parts.append("● following newest")
@@ -905,7 +908,7 @@ class MainScreen(Screen[None]):
         self.session = dataclasses.replace(self.session, simulated=event.simulated, scanned=event.scanned)
         self.sparkline.show_session(self.session)
         if event.scanned < event.total:
-            self.sparkline.border_subtitle = f"scanning {event.scanned:,}/{event.total:,}…"
+            self.sparkline.border_subtitle = line(f"scanning {event.scanned:,}/{event.total:,}…")
         else:
             self.sparkline.border_subtitle = legend(self.session)
         if self.pending is not None:
@@ -947,9 +950,7 @@ class MainScreen(Screen[None]):
         if event.generation != self.generation or self.view is None or event.request != self.view.index:
             return
         if event.row is None:
-            self.notify(
-                f"no message in this ledger contains {event.query!r}", severity="warning", markup=False
-            )
+            notify(self, f"no message in this ledger contains {event.query!r}", severity="warning")
             return
         self.columns.select_row(event.row)
 
@@ -985,7 +986,7 @@ class MainScreen(Screen[None]):
         self.request = k
         keep = select or self._cursor_message()
         if not quiet:
-            self.gauge.border_subtitle = f"shaping request {k}…"
+            self.gauge.border_subtitle = line(f"shaping request {k}…")
         self.scan_rests_until = time.monotonic() + SCAN_YIELD_S  # until it is shown (`step_ready`)
         self.compute_step(self.replay, k, self.generation, keep, bottom)
 
@@ -1020,13 +1021,13 @@ class MainScreen(Screen[None]):
             if k > self.scanned and (k - 1) not in recorded:
                 # Not scanned yet: wait for the scan to get there.
                 self.pending = direction
-                self.notify(f"scanning requests ({self.scanned:,}/{self.total:,})…", timeout=2)
+                notify(self, f"scanning requests ({self.scanned:,}/{self.total:,})…", timeout=2)
                 return
             if is_event(k, self.fired, recorded):
                 self.go(k)
                 return
             k += direction
-        self.notify("no further request where a layer starts firing or a compaction was recorded", timeout=3)
+        notify(self, "no further request where a layer starts firing or a compaction was recorded", timeout=3)
 
     def action_next_event(self) -> None:
         self.following = False
@@ -1071,7 +1072,7 @@ class MainScreen(Screen[None]):
             self.seen_total = self.total
         self._show_title()
         if self.view is not None:
-            self.gauge.border_subtitle = Content(self._gauge_subtitle(self.view))
+            self.gauge.border_subtitle = line(self._gauge_subtitle(self.view))
 
     def action_toggle_follow(self) -> None:
         self.following = not self.following
@@ -1098,11 +1099,11 @@ class MainScreen(Screen[None]):
             self.tail_stopped = reason
             self.gauge.set_class(False, "-following")
             self._show_title()
-            self.notify(
+            notify(
+                self,
                 f"stopped following {self.file_name}: {one_line(reason, 200)}",
                 title="following",
                 severity="error",
-                markup=False,
             )
         elif worker.group == "live" and event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
             self.live_busy = False  # (the worker reports its own failures: this is a safety net)
@@ -1156,7 +1157,7 @@ class MainScreen(Screen[None]):
         if cached is not None and cached[0] == self.generation:
             self._show_findings(cached[1])
             return
-        self.notify("looking for findings…", timeout=2)
+        notify(self, "looking for findings…", timeout=2)
         self.compute_findings(self.replay, self.generation)
 
     # -- tour ---------------------------------------------------------------------------------
@@ -1184,10 +1185,10 @@ class MainScreen(Screen[None]):
             return
         narration = self.query_one("#narration", Static)
         if not tour.stops:
-            narration.update(Content(f"{tour.title}\n\n{tour.description}"))
+            narration.update(lines(f"{tour.title}\n\n{tour.description}"))
             return
         stop = tour.stops[self.stop_index]
-        narration.border_title = f"tour · stop {self.stop_index + 1}/{len(tour.stops)}"
+        narration.border_title = line(f"tour · stop {self.stop_index + 1}/{len(tour.stops)}")
         narration.border_subtitle = ", previous · . next"
         narration.update(
             Content.assemble(
@@ -1195,7 +1196,7 @@ class MainScreen(Screen[None]):
                 "\n\n",
                 (f"request {stop.request} · {one_line(stop.title, 200)}", "bold $accent"),
                 f"\nunder {stop.policy}\n\n",
-                visible(stop.narration),
+                lines(stop.narration),
             )
         )
 
@@ -1220,7 +1221,7 @@ class MainScreen(Screen[None]):
         if self.tour is None or not self.tour.stops:
             return
         if self.stop_index + 1 >= len(self.tour.stops):
-            self.notify("that was the last stop of the tour", timeout=3)
+            notify(self, "that was the last stop of the tour", timeout=3)
             return
         self.stop_index += 1
         self._go_stop()
@@ -1229,7 +1230,7 @@ class MainScreen(Screen[None]):
         if self.tour is None or not self.tour.stops:
             return
         if self.stop_index == 0:
-            self.notify("this is the first stop of the tour", timeout=3)
+            notify(self, "this is the first stop of the tour", timeout=3)
             return
         self.stop_index -= 1
         self._go_stop()
@@ -1275,9 +1276,9 @@ class MainScreen(Screen[None]):
                 self.app.export_screenshot(title=f"context-inspector · request {k}"), encoding="utf-8"
             )
         except OSError as exc:
-            self.notify(f"cannot save {target}: {exc.strerror or exc}", severity="error", markup=False)
+            notify(self, f"cannot save {target}: {exc.strerror or exc}", severity="error")
             return
-        self.notify(f"saved the screen to {target}", title="export", markup=False)
+        notify(self, f"saved the screen to {target}", title="export")
 
     def action_lab(self) -> None:
         """The what-if form: apply replays under the policy and window it gives."""
@@ -1297,7 +1298,7 @@ class MainScreen(Screen[None]):
         self.policy_arg, self.window_arg, self.window_source = result.policy, result.window, "--window"
         self.reshaping = True
         self.generation += 1
-        self.gauge.border_subtitle = f"what if: {result.policy.name}, a {result.window:,}-token window…"
+        self.gauge.border_subtitle = line(f"what if: {result.policy.name}, a {result.window:,}-token window…")
         self.reshape(self.replay, result.policy, result.window, self.generation)
 
     def action_set_policy(self, name: str) -> None:
@@ -1308,7 +1309,7 @@ class MainScreen(Screen[None]):
         self.policy_arg = name
         self.reshaping = True
         self.generation += 1
-        self.gauge.border_subtitle = f"replaying under policy {name}…"
+        self.gauge.border_subtitle = line(f"replaying under policy {name}…")
         self.reshape(self.replay, name, None, self.generation)
 
     def action_set_window(self) -> None:
@@ -1342,7 +1343,7 @@ class MainScreen(Screen[None]):
         self.window_arg, self.window_source = window, "--window"
         self.reshaping = True
         self.generation += 1
-        self.gauge.border_subtitle = f"replaying with a {window:,}-token window…"
+        self.gauge.border_subtitle = line(f"replaying with a {window:,}-token window…")
         self.reshape(self.replay, None, window, self.generation)
 
     def action_open_message(self) -> None:

@@ -16,7 +16,6 @@ from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.content import Content
 from textual.message import Message as TextualMessage
 from textual.screen import Screen
 from textual.widgets import Static
@@ -25,9 +24,10 @@ from inspector.model import ToolCallBlock
 from inspector.replay import Replay, ReplayError, Step
 from inspector.replay.cache import CacheCost, cache_cost
 from inspector.replay.compare import Comparison, Side, compare
-from inspector.report.sanitize import one_line
+from inspector.report.sanitize import one_line, visible
 from inspector.shaping import LayerResult, PolicyError
 from inspector.tokens.calibration import OVERHEAD_ID
+from inspector.tui.text import line, lines, notify
 from inspector.tui.viewmodel import (
     Cell,
     CellState,
@@ -50,7 +50,10 @@ FATE_STATE = {
 def side_header(side: Side) -> str:
     """ "opencollab · sends 153,210 of 230,118 · fired: tool output clear (…)"."""
     fired = ", ".join(side.fired) if side.fired else "nothing fired"
-    return f"{side.policy} · sends {tokens(side.sent_tokens)} of {tokens(side.input_tokens)} · {fired}"
+    return visible(
+        f"{side.policy} · sends {tokens(side.sent_tokens)} of {tokens(side.input_tokens)} · {fired}",
+        newlines=False,
+    )
 
 
 def side_summary(side: Side) -> str:
@@ -252,11 +255,11 @@ class CompareScreen(Screen[None]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.head_a.border_title = "A"
-        self.head_b.border_title = "B"
-        self.columns.border_title = "compare"
-        self.head_a.update(f"shaping request {self.request} under {self.replay.policy.name}…")
-        self.head_b.update(f"shaping request {self.request} under {self.policy_b}…")
+        self.head_a.border_title = line("A")
+        self.head_b.border_title = line("B")
+        self.columns.border_title = line("compare")
+        self.head_a.update(line(f"shaping request {self.request} under {self.replay.policy.name}…"))
+        self.head_b.update(line(f"shaping request {self.request} under {self.policy_b}…"))
         self.run_compare(self.request, self.generation)
 
     @work(
@@ -284,14 +287,14 @@ class CompareScreen(Screen[None]):
         self.comparison = event.comparison
         c = event.comparison
         self._show_heads()
-        self.head_a.border_title = f"A · {c.a.policy}"
-        self.head_b.border_title = f"B · {c.b.policy}"
+        self.head_a.border_title = line(f"A · {c.a.policy}")
+        self.head_b.border_title = line(f"B · {c.b.policy}")
         diff = c.sent_difference
         more = "A sends more" if diff > 0 else "B sends more" if diff < 0 else "same size"
-        self.columns.border_title = (
+        self.columns.border_title = line(
             f"compare · request {c.step}/{len(self.replay):,} · {more} ({abs(diff):,})"
         )
-        self.columns.border_subtitle = (
+        self.columns.border_subtitle = line(
             f"only A sends {len(c.only_in_a):,} · only B sends {len(c.only_in_b):,} · "
             "○ cleared ✂ truncated ✗ removed Σ summarized"
         )
@@ -302,8 +305,8 @@ class CompareScreen(Screen[None]):
         if c is None:
             return
         cost_a, cost_b = self.cache if self.cache is not None else (None, None)
-        self.head_a.update(Content(side_summary(c.a) + "\n" + cache_line(cost_a)))
-        self.head_b.update(Content(side_summary(c.b) + "\n" + cache_line(cost_b)))
+        self.head_a.update(lines(side_summary(c.a) + "\n" + cache_line(cost_a)))
+        self.head_b.update(lines(side_summary(c.b) + "\n" + cache_line(cost_b)))
 
     @work(thread=True, exclusive=True, group="compare-cache", exit_on_error=False, description="cache cost")
     def run_cache_cost(self, replay_b: Replay) -> None:
@@ -321,7 +324,7 @@ class CompareScreen(Screen[None]):
     @on(CompareFailed)
     def compare_failed(self, event: CompareFailed) -> None:
         if event.generation == self.generation:
-            self.notify(event.reason, title="compare", severity="error", markup=False)
+            notify(self, event.reason, title="compare", severity="error")
 
     def _cursor_message(self) -> str | None:
         view = self.columns.view
@@ -336,7 +339,7 @@ class CompareScreen(Screen[None]):
             return
         self.request = k
         self.generation += 1
-        self.columns.border_title = f"compare · shaping request {k}…"
+        self.columns.border_title = line(f"compare · shaping request {k}…")
         self.run_compare(k, self.generation)
 
     def action_close(self) -> None:

@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 
 from inspector.findings import SEVERITY_RANK, Finding
 from inspector.report.sanitize import one_line
+from inspector.tui.text import line
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}
 
@@ -24,7 +25,7 @@ def finding_label(finding: Finding) -> Text:
     head = Text.assemble(
         (f"{finding.severity.upper():<7}", SEVERITY_STYLE.get(finding.severity, "bold")),
         " ",
-        (finding.kind, "bold"),
+        (one_line(finding.kind, 80), "bold"),
         (f" · request {finding.request:,}", "dim"),
     )
     if finding.message_ids:
@@ -57,13 +58,12 @@ class FindingsScreen(ModalScreen[Finding | None]):
         with Vertical(classes="dialog", id="findings-dialog"):
             n = len(self.findings)
             yield Label(
-                f"Findings under {self.policy}: {n:,}" if n else f"No findings under {self.policy}",
+                line(f"Findings under {self.policy}: {n:,}" if n else f"No findings under {self.policy}"),
                 classes="dialog-title",
-                markup=False,
             )
             options = [Option(finding_label(f), id=str(i)) for i, f in enumerate(self.findings)]
             yield OptionList(*options, id="findings-list")
-            yield Label("enter goes to its request and message · esc closes", classes="dialog-hint")
+            yield Label(line("enter goes to its request and message · esc closes"), classes="dialog-hint")
 
     def on_mount(self) -> None:
         self.query_one(OptionList).focus()

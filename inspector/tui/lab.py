@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import msgspec
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -20,6 +19,7 @@ from textual.widgets import Button, Input, Label, Switch
 
 from inspector.shaping import Policy, PolicyError
 from inspector.shaping.policy import LAYER_FACTORIES, policy_from_dict
+from inspector.tui.text import line, notify
 from inspector.tui.viewmodel import parse_window
 
 DEFAULT_SAVE_PATH = "./context-policy.toml"
@@ -105,7 +105,7 @@ class LabScreen(ModalScreen[LabResult | None]):
     def compose(self) -> ComposeResult:
         p = self.policy
         with Vertical(classes="dialog", id="lab-dialog"):
-            yield Label(f"What if… (over {p.name})", classes="dialog-title", markup=False)
+            yield Label(line(f"What if… (over {p.name})"), classes="dialog-title")
             with VerticalScroll(id="lab-form"):
                 yield from self._field(
                     "window (tokens)", "lab-window", f"{self.window or ''}", "e.g. 200000, 200k"
@@ -126,21 +126,20 @@ class LabScreen(ModalScreen[LabResult | None]):
                 for name in names:
                     with Horizontal(classes="lab-row"):
                         yield Switch(value=name in p.layers, id=f"layer-{name}", animate=False)
-                        yield Label(name, classes="lab-layer", markup=False)
+                        yield Label(line(name), classes="lab-layer")
                 yield from self._field("save as", "lab-path", DEFAULT_SAVE_PATH, DEFAULT_SAVE_PATH)
             with Horizontal(id="lab-buttons"):
                 yield Button("Apply", id="lab-apply", variant="primary")
                 yield Button("Save policy", id="lab-save")
             yield Label(
-                "enter or Apply replays · ctrl+s saves the policy · esc cancels",
+                line("enter or Apply replays · ctrl+s saves the policy · esc cancels"),
                 id="lab-hint",
                 classes="dialog-hint",
-                markup=False,
             )
 
     def _field(self, label: str, id: str, value: str, placeholder: str) -> ComposeResult:
         with Horizontal(classes="lab-row"):
-            yield Label(label, classes="lab-label", markup=False)
+            yield Label(line(label), classes="lab-label")
             yield Input(value=value, placeholder=placeholder, id=id)
 
     def on_mount(self) -> None:
@@ -187,7 +186,7 @@ class LabScreen(ModalScreen[LabResult | None]):
 
     def _problem(self, text: str) -> None:
         hint = self.query_one("#lab-hint", Label)
-        hint.update(Text(text))
+        hint.update(line(text))
         hint.add_class("-error")
 
     def action_apply(self) -> None:
@@ -211,8 +210,8 @@ class LabScreen(ModalScreen[LabResult | None]):
         self.saved = target
         hint = self.query_one("#lab-hint", Label)
         hint.remove_class("-error")
-        hint.update(Text(f"saved {target} (load it with --policy)"))
-        self.notify(f"saved the policy to {target}", title="what-if", markup=False)
+        hint.update(line(f"saved {target} (load it with --policy)"))
+        notify(self, f"saved the policy to {target}", title="what-if")
 
     @on(Input.Submitted)
     def submitted(self, event: Input.Submitted) -> None:

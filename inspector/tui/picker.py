@@ -12,6 +12,7 @@ visible, never as markup.
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,10 +32,11 @@ from textual.widgets.option_list import Option
 from inspector.formats import LoaderError
 from inspector.live import SessionInfo, discover
 from inspector.report.progress import human_size
-from inspector.report.sanitize import one_line
+from inspector.report.sanitize import one_line, visible
 from inspector.shaping import Policy
 from inspector.tui.live import open_transcript, recently_modified
 from inspector.tui.messages import OpenFailed, OpenProgress, SessionOpened, SessionsFound
+from inspector.tui.text import line, notify
 from inspector.tui.widgets.keybar import KeyBar
 
 HEADING_FOUND = "Sessions on this machine, newest first"
@@ -93,15 +95,16 @@ def short_project(project: str | None, home: Path | None, width: int = COLUMNS[2
     """The project folder, home as ~, cut from the left to fit (the end of a path tells most)."""
     if not project:
         return "—"
-    text = one_line(project, 400)
     if home is not None:
         root = str(home).rstrip("/\\")
-        if root and (text == root or text.startswith(root + "/") or text.startswith(root + "\\")):
-            text = "~" + text[len(root) :]
+        if root and (project == root or project.startswith(root + "/") or project.startswith(root + "\\")):
+            project = "~" + project[len(root) :]
+    text = visible(project, newlines=False)
     if cell_len(text) <= width:
         return text
     # drop leading folders while the rest does not fit; cut characters only when one name is too long
-    parts = text.replace("\\", "/").split("/")
+    # (split before the names are made visible: an escape such as `\\x1b` is no separator)
+    parts = [visible(part, newlines=False) for part in re.split(r"[/\\]", project)]
     while len(parts) > 1 and cell_len("…/" + "/".join(parts[1:])) > width:
         parts.pop(0)
     if len(parts) > 1:
@@ -120,7 +123,7 @@ def session_row(index: int, info: SessionInfo, now: datetime, home: Path | None)
     return PickerRow(
         key=f"session-{index}",
         live=info.live,
-        harness=info.harness,
+        harness=one_line(info.harness, 40),
         project=short_project(info.project, home),
         requests=requests,
         size=human_size(info.size_bytes),
@@ -233,17 +236,17 @@ class PickerScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         heading, options = (HEADING_LOOKING, []) if self.sessions is None else self._rows(self.sessions)
         with Vertical(id="picker-frame"):
-            yield Label(heading, id="picker-heading", markup=False)
+            yield Label(line(heading), id="picker-heading")
             yield Static(header_text(), id="picker-columns", markup=False)
             yield OptionList(*options, id="picker-list")
             with Horizontal(id="picker-loading"):
                 yield Label("", id="picker-loading-label", markup=False)
                 yield ProgressBar(id="picker-progress", show_eta=False)
-            yield Label(HINT, id="picker-hint", markup=False)
+            yield Label(line(HINT), id="picker-hint")
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#picker-frame", Vertical).border_title = "context-inspector"
+        self.query_one("#picker-frame", Vertical).border_title = line("context-inspector")
         if self.sessions is None:
             self.find_sessions()
 
@@ -292,7 +295,7 @@ class PickerScreen(Screen[None]):
 
     def show_sessions(self, sessions: list[SessionInfo]) -> None:
         heading, options = self._rows(sessions)
-        self.query_one("#picker-heading", Label).update(heading)
+        self.query_one("#picker-heading", Label).update(line(heading))
         option_list = self.query_one("#picker-list", OptionList)
         option_list.clear_options()
         option_list.add_options(options)
@@ -340,7 +343,7 @@ class PickerScreen(Screen[None]):
         self.opening = True
         self.opening_label = f"opening {one_line(label, 60)}"
         self.query_one("#picker-list", OptionList).disabled = True
-        self.query_one("#picker-loading-label", Label).update(self.opening_label + "…")
+        self.query_one("#picker-loading-label", Label).update(line(self.opening_label + "…"))
         self.query_one("#picker-progress", ProgressBar).update(total=None, progress=0)
         self.add_class("-opening")
         self.open_session(*args)
@@ -382,7 +385,7 @@ class PickerScreen(Screen[None]):
         bar.update(total=max(1, event.total), progress=event.done)
         if event.done >= event.total:
             self.query_one("#picker-loading-label", Label).update(
-                f"{self.opening_label}: read {human_size(event.total)}, building the transcript…"
+                line(f"{self.opening_label}: read {human_size(event.total)}, building the transcript…")
             )
 
     @on(OpenFailed)
@@ -392,7 +395,7 @@ class PickerScreen(Screen[None]):
         option_list = self.query_one("#picker-list", OptionList)
         option_list.disabled = False
         option_list.focus()
-        self.notify(event.reason, title="cannot open", severity="error", markup=False)
+        notify(self, event.reason, title="cannot open", severity="error")
 
     async def action_quit(self) -> None:
         self.app.exit()

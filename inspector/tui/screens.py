@@ -14,6 +14,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
+from inspector.report.sanitize import visible
+from inspector.tui.text import line
 from inspector.tui.viewmodel import Detail
 from inspector.tui.widgets.keybar import KeyBar
 from inspector.tui.widgets.side import MessageDetail, detail_text
@@ -45,14 +47,14 @@ class PromptScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.title_text, classes="dialog-title", markup=False)
+            yield Label(line(self.title_text), classes="dialog-title")
             yield Input(
                 value=self.value,
                 placeholder=self.placeholder,
                 type="integer" if self.input_type == "integer" else "text",
                 id="prompt-input",
             )
-            yield Label(self.hint, id="prompt-hint", classes="dialog-hint", markup=False)
+            yield Label(line(self.hint), id="prompt-hint", classes="dialog-hint")
 
     def on_mount(self) -> None:
         self.query_one(Input).cursor_blink = False
@@ -64,7 +66,7 @@ class PromptScreen(ModalScreen[str | None]):
         problem = self.check(value) if self.check is not None else None
         if problem:
             hint = self.query_one("#prompt-hint", Label)
-            hint.update(Text(problem))
+            hint.update(line(problem))
             hint.add_class("-error")
             return
         self.dismiss(value)
@@ -88,13 +90,13 @@ class PolicyScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.title_text, classes="dialog-title", markup=False)
+            yield Label(line(self.title_text), classes="dialog-title")
             options = [
-                Option(Text.assemble((name, "bold"), "\n", (description, "dim")), id=name)
+                Option(Text.assemble((visible(name), "bold"), "\n", (visible(description), "dim")), id=name)
                 for name, description in self.presets
             ]
             yield OptionList(*options, id="policy-list")
-            yield Label("enter chooses · esc cancels", classes="dialog-hint")
+            yield Label(line("enter chooses · esc cancels"), classes="dialog-hint")
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
@@ -167,7 +169,7 @@ class MessageScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         frame = self.query_one("#message-frame", Vertical)
-        frame.border_title = f"request {self.detail.request} · {self.detail.title}"
+        frame.border_title = line(f"request {self.detail.request} · {self.detail.title}")
         self.query_one(TextArea).focus()
 
     def action_close(self) -> None:
@@ -311,7 +313,7 @@ class HelpScreen(ModalScreen[None]):
         yield KeyBar()
 
     def on_mount(self) -> None:
-        self.query_one("#help-frame", VerticalScroll).border_title = "help"
+        self.query_one("#help-frame", VerticalScroll).border_title = line("help")
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -1,9 +1,13 @@
 """What the app shows, as plain data: built in worker threads from a replayed step, read by widgets.
 
 Nothing here imports Textual and nothing here shapes: every number comes from the `Replay`, its
-`Step` and the `ShapeResult` layers. This module only lays the results out for display: one row
-per ledger message, one column per pipeline stage (the raw ledger, then every layer's view), with
-what each layer changed in each row, so a row reads across the pipeline.
+`Step` and the `ShapeResult` layers. Every string laid out here for the screen (tool names, one-line
+summaries, headers, pinned-source names, the detail's title, id, origin, source, fates,
+explanation and content) has been through `inspector.report.sanitize.visible`: a transcript's
+controls are escapes (`\\x1b`), and widgets build plain `Text`/`Content` from them, never markup.
+This module only lays the results out for display: one row per ledger message, one column per
+pipeline stage (the raw ledger, then every layer's view), with what each layer changed in each
+row, so a row reads across the pipeline.
 """
 
 from __future__ import annotations
@@ -97,15 +101,15 @@ def _argument_summary(arguments: dict[str, object] | str) -> str:
 
 
 def tool_name(message: Message, call_names: dict[str, str]) -> str:
-    """The tool a message calls or answers ("Bash", "Read +2"), or ""."""
+    """The tool a message calls or answers ("Bash", "Read +2"), or "", as one visible line."""
     calls = message.tool_calls
     if calls:
         more = f" +{len(calls) - 1}" if len(calls) > 1 else ""
-        return calls[0].name + more
+        return visible(calls[0].name, newlines=False) + more
     results = message.tool_results
     if results:
         first = results[0]
-        return first.tool_name or call_names.get(first.call_id, "")
+        return visible(first.tool_name or call_names.get(first.call_id, ""), newlines=False)
     return ""
 
 
@@ -119,12 +123,12 @@ def summary_line(message: Message, width: int = 200) -> str:
         return one_line(message.text, width)
     calls = message.tool_calls
     if calls:
-        return one_line(_argument_summary(calls[0].arguments), width) or calls[0].name
+        return one_line(_argument_summary(calls[0].arguments), width) or one_line(calls[0].name, width)
     for block in message.blocks:
         if isinstance(block, ToolResultBlock):
             text = one_line(block.content, width)
             if not text and block.media:
-                return f"[{block.media} media]"
+                return one_line(f"[{block.media} media]", width)
             return text or "(empty result)"
     for block in message.blocks:
         if isinstance(block, ReasoningBlock):
@@ -134,7 +138,7 @@ def summary_line(message: Message, width: int = 200) -> str:
             body = one_line(block.text, width)
             return f"({kind}) {body}" if body else f"({kind})"
         if isinstance(block, MediaBlock):
-            return f"[{block.type} {block.media_type}]".replace(" ]", "]")
+            return one_line(f"[{block.type} {block.media_type}]".replace(" ]", "]"), width)
     return ""
 
 
@@ -362,13 +366,14 @@ def _counts(layer: LayerResult) -> str:
 
 
 def column_header(layer: LayerResult, short: bool = False) -> str:
-    """The header of a layer's column: fired with its numbers, or idle with the reason."""
+    """The header of a layer's column: fired with its numbers, or idle with the reason (which may
+    quote a tool's name: made visible, one line)."""
     figure = compact_tokens if short else tokens
     if layer.fired:
         head = f"{layer.label} · fired · {figure(layer.tokens_before)} → {figure(layer.tokens_after)}"
         counts = _counts(layer)
-        return f"{head} · {counts}" if counts else head
-    return f"{layer.label} · idle · {layer.reason}"
+        return visible(f"{head} · {counts}" if counts else head, newlines=False)
+    return visible(f"{layer.label} · idle · {layer.reason}", newlines=False)
 
 
 def _pinned_sources(
@@ -378,7 +383,7 @@ def _pinned_sources(
     for m in ledger:
         if not m.pinned:
             continue
-        name = m.source.name or ("prompt overhead" if m.id == OVERHEAD_ID else "")
+        name = visible(m.source.name, newlines=False) or ("prompt overhead" if m.id == OVERHEAD_ID else "")
         key = (m.source.kind.value, name, m.source.priority)
         groups.setdefault(key, []).append(weights.get(m.id, 0))
     out = [
@@ -645,7 +650,9 @@ def build_detail(view: StepView, row: int, transcript: Transcript) -> Detail | N
     previous = weight
     for c in range(1, len(view.columns)):
         cell = view.cell(c, row)
-        fates.append(Fate(view.columns[c].label, cell.state, fate_text(cell, previous)))
+        fates.append(
+            Fate(view.columns[c].label, cell.state, visible(fate_text(cell, previous), newlines=False))
+        )
         if cell.state not in (CellState.GONE, CellState.REMOVED, CellState.SUMMARIZED):
             previous = cell.weight
     tool = tool_name(message, view.call_names)
@@ -662,14 +669,14 @@ def build_detail(view: StepView, row: int, transcript: Transcript) -> Detail | N
     return Detail(
         request=view.index,
         row=row,
-        message_id=message.id,
-        title=title,
-        origin=origin,
+        message_id=visible(message.id, newlines=False),
+        title=visible(title, newlines=False),
+        origin=visible(origin, newlines=False),
         weight=weight,
         share=(weight / view.context) if view.context else 0.0,
-        source=source,
+        source=visible(source, newlines=False),
         fates=tuple(fates),
-        explanation=explanation(view, row),
+        explanation=visible(explanation(view, row)),
         content=message_content(message),
     )
 

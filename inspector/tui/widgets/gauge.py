@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from inspector.report.sanitize import visible
 from inspector.tui.viewmodel import StepView, tokens
 from inspector.tui.widgets.runs import append_runs
 
@@ -175,7 +176,8 @@ class PressureGauge(Widget):
         width = self.content_region.width
         view = self.view
         if view is None or self.status:
-            return Text(self.status or "", style=self._s("status"), no_wrap=True)
+            # a status may quote a reason (a file name, an error): shown as text
+            return Text(visible(self.status or "", newlines=False), style=self._s("status"), no_wrap=True)
         return self.render_view(view, width)
 
     def render_view(self, view: StepView, width: int) -> Text:
