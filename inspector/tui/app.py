@@ -427,7 +427,7 @@ class MainScreen(Screen[None]):
             f"loading {name}: calibrating {n:,} messages over {len(self.transcript.requests):,} requests…"
         )
         self.sparkline.border_title = "context per request"
-        self.sparkline.border_subtitle = legend(None)
+        self.sparkline.border_subtitle = line(legend(None))
         self.pinned.border_title = "pinned sources"
         self.detail.border_title = "message"
         self.columns.border_title = "pipeline"
@@ -910,7 +910,7 @@ class MainScreen(Screen[None]):
         if event.scanned < event.total:
             self.sparkline.border_subtitle = line(f"scanning {event.scanned:,}/{event.total:,}…")
         else:
-            self.sparkline.border_subtitle = legend(self.session)
+            self.sparkline.border_subtitle = line(legend(self.session))
         if self.pending is not None:
             direction, self.pending = self.pending, None
             self._jump_event(direction)
