@@ -57,3 +57,11 @@ def real_transcripts() -> list[Path]:
             p for p in CORPUS.rglob("*") if p.suffix in (".jsonl", ".json") and p.name not in CORPUS_DATA
         )
     return found
+
+
+@pytest.fixture(autouse=True)
+def _app_output_is_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the test process standard output is captured, not a terminal: the tests that open the
+    app through `main` (with `run_app` replaced) open it as from one. The refusal without a
+    terminal is tested in a process of its own (`test_cli_money.py`)."""
+    monkeypatch.setattr("inspector.cli._stdout_is_terminal", lambda: True)

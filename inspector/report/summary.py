@@ -22,6 +22,11 @@ from inspector.model.windows import model_window
 SCHEMA_VERSION = 1
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """ "1 request", "2 requests", "1,581 messages"."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
 class RequestRow(Struct, kw_only=True):
     """One model call."""
 
@@ -67,7 +72,9 @@ class EventRow(Struct, kw_only=True):
             "Code 1.0: the summary is a new root), new_root (a fresh context), or the format's own record"
         ),
     ] = None
-    detail: Annotated[str | None, Meta(description="what the harness said of it (an API error's text)")] = None
+    detail: Annotated[str | None, Meta(description="what the harness said of it (an API error's text)")] = (
+        None
+    )
     trigger: str | None
     pre_tokens: int | None
     post_tokens: int | None
@@ -457,3 +464,26 @@ def _segment_rows(transcript: Transcript) -> list[SegmentRow]:
             )
         )
     return rows
+
+
+def window_problem(policy: Any, window: int | None) -> str | None:
+    """Why `window` cannot be shaped against under `policy` (a `Policy`), or None when it can.
+
+    A window must hold the policy's output reserve and safety buffer with room to spare: below
+    that its trigger would be a token or two and every figure drawn against it meaningless (a
+    context of 252,610 is not "5052200.0% of window", the window is wrong)."""
+    if window is None:
+        return None
+    budget = policy.budget(window)
+    reserved = budget.output_reserve + budget.safety_buffer
+    if window - reserved >= MIN_USABLE_WINDOW:
+        return None
+    return (
+        f"window {window:,} is too small for policy {policy.name}: it keeps {budget.output_reserve:,} "
+        f"for the answer and a {budget.safety_buffer:,} safety buffer, {reserved:,} in all; "
+        f"give a window of at least {reserved + MIN_USABLE_WINDOW:,} tokens"
+    )
+
+
+MIN_USABLE_WINDOW = 1_000
+"""Tokens a window must hold beyond a policy's reserves to be shaped against (`window_problem`)."""

@@ -38,7 +38,9 @@ class GaugeLine:
 def numbers(view: StepView, width: int = 1_000) -> str:
     """ "request 212/300 · context 171,204 (reported) · sent 119,880 after shaping · 85.6% of window",
     with fewer words when `width` is too narrow for them."""
-    how = "reported" if view.reported is not None and view.reported == view.context else "estimated"
+    how = (
+        "reported" if view.reported is not None and view.reported == view.context else "calibrated prediction"
+    )
     share = f"{view.context / view.window:.1%} of window" if view.window else ""
     variants = [
         [
