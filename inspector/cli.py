@@ -21,7 +21,7 @@ from inspector.model.windows import model_window
 from inspector.replay import Replay, ReplayError
 from inspector.report.progress import progress_for
 from inspector.report.sanitize import json_text, visible
-from inspector.report.summary import plural, resolve_window, window_problem
+from inspector.report.summary import attach_cost, plural, resolve_window, window_problem
 from inspector.shaping import Policy, PolicyError, load_policy
 
 if TYPE_CHECKING:
@@ -302,14 +302,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
     _check_options(args)
     transcript = _load(args.path, args.session)
     replay = _replay(transcript, args)
-    report = replay.report(step=args.step, compare_with=args.compare)
+    report = attach_cost(replay.report(step=args.step, compare_with=args.compare), transcript)
     if args.cache:
-        from inspector.replay.cache import cache_cost
+        from inspector.replay.cache import cache_cost, cache_money
 
         totals = {"policy", "window", "rewrites", "rebilled_tokens", "sent_tokens", "cached_tokens"}
         replays = [replay] + ([replay.with_settings(args.compare)] if args.compare else [])
         costs = [cache_cost(r) for r in replays]
-        report.cache = [{k: getattr(c, k) for k in c.__struct_fields__ if k in totals} for c in costs]
+        report.cache = []
+        for c in costs:
+            money, note = cache_money(transcript, c)
+            entry: dict[str, Any] = {k: getattr(c, k) for k in c.__struct_fields__ if k in totals}
+            report.cache.append({**entry, "rebilled_cost": money, "cost_note": note})
     if args.json:
         sys.stdout.write(json_text(report) + "\n")
     else:

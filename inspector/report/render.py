@@ -8,6 +8,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from .cost import cost_line, money_text
 from .progress import human_size
 from .sanitize import one_line, visible
 from .summary import Report, plural
@@ -72,12 +73,17 @@ def session_line(report: Report) -> str:
     return f"{which}: the newest of {n:,} sessions here (choose another with --session ID)"
 
 
-def render_report(report: Report) -> RenderableType:
+def file_line(report: Report) -> Text:
+    """ "file      /the/transcript.jsonl": printed on a line of its own, never cut (`print_report`)."""
+    line = Text.assemble(("file".ljust(_KEY_WIDTH + 2), "bold"), visible(report.path, newlines=False))
+    line.no_wrap, line.overflow = True, "ignore"
+    return line
+
+
+def render_report(report: Report, *, with_file: bool = True) -> RenderableType:
     parts: list[RenderableType] = [Text("Session", style="italic")]
-    # the path on a line of its own, outside any table: never cut, whatever the width
-    file_line = Text.assemble(("file".ljust(_KEY_WIDTH + 2), "bold"), visible(report.path, newlines=False))
-    file_line.no_wrap, file_line.overflow = True, "ignore"
-    parts.append(file_line)
+    if with_file:
+        parts.append(file_line(report))
     head = _kv_table(None)
     head.add_row("format", _text(report.format))
     if report.sessions_in_source is not None and report.sessions_in_source > 1:
@@ -94,6 +100,8 @@ def render_report(report: Report) -> RenderableType:
             f"first {c.first:,} · max {c.max:,} (request {c.max_request}) · last {c.last:,}",
         )
     head.add_row("spent", f"{report.cumulative_tokens:,} tokens in all (input + output, across compactions)")
+    if report.cost is not None:
+        head.add_row("cost", _text(cost_line(report.cost)))
     b = report.budget
     head.add_row(
         "budget",
@@ -269,7 +277,10 @@ def render_report(report: Report) -> RenderableType:
         b = report.budget
         # on another harness's transcript the figures are what the policy's harness would estimate
         estimate = estimate_label(b.harness, b.harness_wrote_transcript)
-        cols = ["request", "context", estimate, "output", "spent so far", "segment"]
+        cols = ["request", "context", estimate, "output", "spent so far", "cost", "segment"]
+        priced = any(r.cost is not None for r in report.requests)
+        if not priced:
+            cols.remove("cost")
         harness = any(r.harness_estimate is not None for r in report.requests)
         if not harness:
             cols.remove(estimate)
@@ -284,7 +295,10 @@ def render_report(report: Report) -> RenderableType:
             row_cells = [str(r.index), context]
             if harness:
                 row_cells.append(_n(r.harness_estimate))
-            row_cells += [_n(r.output_tokens), f"{r.cumulative_tokens:,}", str(r.segment)]
+            row_cells += [_n(r.output_tokens), f"{r.cumulative_tokens:,}"]
+            if priced:
+                row_cells.append(money_text(r.cost.total) if r.cost is not None else "—")
+            row_cells.append(str(r.segment))
             rq.add_row(*row_cells)
         parts.append(rq)
         if any(r.estimated for r in report.requests):
@@ -311,7 +325,7 @@ def cache_money(entry: dict[str, Any]) -> str:
     if cost is None:
         reason = entry.get("cost_note")
         return str(reason) if reason else "—"
-    return f"${cost:,.2f}"
+    return money_text(float(cost))
 
 
 def cache_sentence(entry: dict[str, Any]) -> str:
@@ -320,12 +334,13 @@ def cache_sentence(entry: dict[str, Any]) -> str:
     text = f"{entry['policy']} re-bills {plural(n, 'token')}"
     cost = entry.get("rebilled_cost")
     if cost is not None:
-        text += f" = ${cost:,.2f}"
+        text += f" = {money_text(float(cost))}"
     elif entry.get("cost_note"):
         text += f" ({entry['cost_note']})"
     text += " on this session"
     rewrites = int(entry.get("rewrites", 0))
-    return text + f" ({plural(rewrites, 'prefix rewrite')})"
+    why = "written to the cache again instead of read from it; " if cost is not None and n else ""
+    return text + f" ({why}{plural(rewrites, 'prefix rewrite')})"
 
 
 def _compare_table(compare: dict[str, Any]) -> Table:
@@ -418,7 +433,14 @@ def _estimator_words(name: object) -> str:
 
 
 def print_report(report: Report, console: Console | None = None) -> None:
-    (console or output_console()).print(render_report(report))
+    """The report on `console`; its path on a line the terminal wraps, if it must, as one line
+    (a line Rich cut or broke would not copy whole)."""
+    out = console or output_console()
+    out.print(Text("Session", style="italic"))
+    out.print(file_line(report), soft_wrap=True)
+    group = render_report(report, with_file=False)
+    assert isinstance(group, Group)
+    out.print(Group(*group.renderables[1:]))
 
 
 def _pct(v: float | None) -> str:
@@ -521,7 +543,7 @@ def print_sessions(rows: list[SessionInfo], console: Console | None = None) -> N
         table.add_row(*cells(r), Text(visible(_session_path(r), newlines=False)))
     from rich.measure import Measurement
 
-    if Measurement.get(out, out.options, table).maximum <= out.width:
+    if Measurement.get(out, out.options.update_width(PIPE_WIDTH), table).maximum <= out.width:
         out.print(table)
         return
     # too wide for the terminal: the facts in a table, each followed by its path on a line of its own
@@ -532,4 +554,4 @@ def print_sessions(rows: list[SessionInfo], console: Console | None = None) -> N
             facts.add_column(col, justify="right" if col in ("requests", "size") else "left")
         facts.add_row(*cells(r))
         out.print(facts)
-        out.print(_whole("   " + _session_path(r)))
+        out.print(_whole("   " + _session_path(r)), soft_wrap=True)

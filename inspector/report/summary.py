@@ -19,6 +19,8 @@ from inspector.model import (
 )
 from inspector.model.windows import model_window
 
+from .cost import CostSummary, Money
+
 SCHEMA_VERSION = 1
 
 
@@ -52,6 +54,16 @@ class RequestRow(Struct, kw_only=True):
     ledger_messages: Annotated[int, Meta(description="messages in the ledger when the request was made")]
     model: str | None
     timestamp: str | None
+    cost: Annotated[
+        Money | None,
+        Meta(
+            description="what the request cost in US dollars (input, cache write, cache read, output, "
+            "total), at the prices of genai-prices; None: see cost_note"
+        ),
+    ] = None
+    cost_note: Annotated[
+        str | None, Meta(description='why there is no cost: "no usage reported", "no price for MODEL"')
+    ] = None
 
 
 class ContextStats(Struct, kw_only=True):
@@ -218,6 +230,13 @@ class Report(Struct, kw_only=True):
         Meta(
             description="with --cache: per policy, the prompt-cache cost of its views over the whole session "
             "(prefix rewrites, tokens re-billed because of them, tokens sent, tokens served from cache)"
+        ),
+    ] = None
+    cost: Annotated[
+        CostSummary | None,
+        Meta(
+            description="the session's cost in US dollars: the total of the requests priced, split by kind "
+            "of token, the models without a price, and the price table's source and date"
         ),
     ] = None
     sessions_in_source: Annotated[
@@ -487,3 +506,14 @@ def window_problem(policy: Any, window: int | None) -> str | None:
 
 MIN_USABLE_WINDOW = 1_000
 """Tokens a window must hold beyond a policy's reserves to be shaped against (`window_problem`)."""
+
+
+def attach_cost(report: Report, transcript: Transcript) -> Report:
+    """`report` with the cost of each request and of the session (`inspector.report.cost`)."""
+    from .cost import session_cost
+
+    found = session_cost(transcript)
+    for row, cost in zip(report.requests, found.requests, strict=True):
+        row.cost, row.cost_note = cost.cost, cost.note
+    report.cost = found.summary
+    return report

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from inspector.report.sanitize import visible
 from inspector.tui.viewmodel import StepView, tokens
 from inspector.tui.widgets.runs import append_runs
 
@@ -42,12 +43,21 @@ def numbers(view: StepView, width: int = 1_000) -> str:
         "reported" if view.reported is not None and view.reported == view.context else "calibrated prediction"
     )
     share = f"{view.context / view.window:.1%} of window" if view.window else ""
+    cost = visible(view.cost, newlines=False)  # a model's name may be the transcript's
     variants = [
         [
             f"request {view.index}/{view.total}",
             f"context {tokens(view.context)} ({how})",
             f"sent {tokens(view.sent)} after shaping",
             share,
+            cost,
+        ],
+        [
+            f"request {view.index}/{view.total}",
+            f"context {tokens(view.context)}",
+            f"sent {tokens(view.sent)}",
+            share,
+            cost,
         ],
         [
             f"request {view.index}/{view.total}",
