@@ -143,7 +143,7 @@ def _app_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="context-inspector",
         description=DESCRIPTION,
-        epilog="commands: report, explain, calibrate, findings, export, sessions, tour (context-inspector COMMAND --help)",
+        epilog="commands: report, explain, calibrate, findings, export, sessions, tour, serve (context-inspector COMMAND --help)",
     )
     p.add_argument("--version", action="version", version=f"context-inspector {__version__}")
     p.add_argument(
@@ -252,6 +252,14 @@ def _parser() -> argparse.ArgumentParser:
 
     s = _command(sub, "sessions", "list the sessions found on this machine, newest first")
     s.add_argument("--json", action="store_true", help="print the list as JSON")
+
+    v = _command(sub, "serve", "serve the app to a web browser on this machine (http://127.0.0.1:PORT)")
+    v.add_argument(
+        "path", nargs="?", help=PATH_HELP + " (none: the picker of the sessions found on this machine)"
+    )
+    v.add_argument("--port", type=_positive_int, default=8000, help="the port on 127.0.0.1 (default: 8000)")
+    _add_session_option(v)
+    _add_shaping_options(v)
 
     t = _command(sub, "tour", "a guided tour of a bundled scenario in the app (none: list them)")
     t.add_argument("scenario", nargs="?", metavar="SCENARIO", help="the scenario (none: list them)")
@@ -680,6 +688,38 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    """The app in a browser: `textual-serve` runs `context-inspector PATH ...` under its web driver
+    for each browser that connects, on the loopback interface only (the transcripts are the user's)."""
+    import shlex
+
+    _check_options(args)
+    if args.path is not None and not os.path.exists(args.path):
+        raise UserError(f"no such file or folder: {args.path}")
+    if args.port > 65535:
+        raise UserError(f"not a port: {args.port} (give 1 to 65535)")
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        raise UserError("serve needs textual-serve: pip install 'context-inspector[serve]'") from None
+    command = [sys.executable, "-m", "inspector"]
+    if args.path is not None:
+        command.append(os.path.abspath(args.path))
+    for option in ("session", "policy", "window", "model"):
+        value = getattr(args, option)
+        if value is not None:
+            given = os.path.abspath(value) if option == "policy" and os.path.isfile(value) else str(value)
+            command += [f"--{option}", given]
+    server = Server(
+        " ".join(shlex.quote(c) for c in command), host="127.0.0.1", port=args.port, title="context-inspector"
+    )
+    try:
+        server.serve()
+    except OSError as exc:
+        raise UserError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    return 0
+
+
 COMMANDS = {
     "report": _cmd_report,
     "explain": _cmd_explain,
@@ -688,10 +728,11 @@ COMMANDS = {
     "export": _cmd_export,
     "sessions": _cmd_sessions,
     "tour": _cmd_tour,
+    "serve": _cmd_serve,
 }
 
 
-QUICK_EXIT = frozenset(COMMANDS) - {"tour"}
+QUICK_EXIT = frozenset(COMMANDS) - {"tour", "serve"}
 """The commands that print and are done: a process started as one of them leaves at once."""
 
 
