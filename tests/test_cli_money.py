@@ -348,3 +348,14 @@ def test_the_gauge_says_the_cost_of_the_request() -> None:
     assert first == so_far  # request 1: the session so far is that request
     codex = load(str(corpus_file("codex/lazyagents-codex-0.158.0-rollout.jsonl")))
     assert money_at(codex, 2) == "no price for fake-model"
+
+
+def test_exports_carry_the_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    path = corpus_file("claude-code/applabnl-a9185eb7.jsonl")
+    assert main(["report", str(path), "--json"]) == 0
+    reported = json.loads(capsys.readouterr().out)["cost"]
+    assert main(["export", str(path), "--format", "json", "--redact"]) == 0
+    assert json.loads(capsys.readouterr().out)["cost"] == reported
+    assert main(["export", str(path), "--format", "md"]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| cost |"))
+    assert f"{reported['total']['total']:,.2f} in all" in line and "genai-prices" in line
