@@ -8,21 +8,22 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from inspector import __version__
 from inspector.formats import LoaderError, Progress, load
-from inspector.model import Transcript
+from inspector.model import Message, ToolCallBlock, Transcript
 from inspector.model.bulk import hold_for_good
 from inspector.model.windows import model_window
 from inspector.replay import Replay, ReplayError
 from inspector.report.progress import progress_for
 from inspector.report.sanitize import json_text, visible
-from inspector.report.summary import resolve_window
-from inspector.shaping import PolicyError
+from inspector.report.summary import attach_cost, plural, resolve_window, window_problem
+from inspector.shaping import Policy, PolicyError, load_policy
 
 if TYPE_CHECKING:
     from sample_sessions import SampleInfo
@@ -44,6 +45,25 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _window_size(text: str) -> int:
+    """ "200000", "200,000", "200k", "1m" -> tokens, as the app's window field reads them."""
+    raw = text.strip().lower().replace(",", "").replace("_", "").replace(" ", "")
+    scale = 1
+    if raw.endswith("k"):
+        scale, raw = 1_000, raw[:-1]
+    elif raw.endswith("m"):
+        scale, raw = 1_000_000, raw[:-1]
+    try:
+        value = float(raw) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not a window size: {text!r} (give tokens: 200000, 200k or 1m)"
+        ) from None
+    if not value or value != value or value < 1 or value > 100_000_000:
+        raise argparse.ArgumentTypeError(f"not a window size: {text!r} (give 1 to 100m tokens)")
+    return int(value)
+
+
 def _add_shaping_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--policy",
@@ -53,9 +73,10 @@ def _add_shaping_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--window",
-        type=_positive_int,
+        type=_window_size,
         default=None,
-        help="context window in tokens (default: from the transcript or model)",
+        metavar="TOKENS",
+        help="context window in tokens: 200000, 200k or 1m (default: from the transcript or model)",
     )
     p.add_argument(
         "--model",
@@ -68,7 +89,28 @@ def _add_shaping_options(p: argparse.ArgumentParser) -> None:
 def _replay(transcript: Transcript, args: argparse.Namespace) -> Replay:
     """The transcript's replay under --policy, with the window --window or --model gives."""
     window, source = _window(transcript, args)
-    return Replay.open(transcript, policy=args.policy, window=window, window_source=source)
+    replay = Replay.open(transcript, policy=args.policy, window=window, window_source=source)
+    _check_window(replay.policy, replay.window if window is not None else None)
+    return replay
+
+
+def _check_window(policy: Policy, window: int | None) -> None:
+    """A window given (--window, --model) too small for the policy's reserves: the user's one line."""
+    problem = window_problem(policy, window)
+    if problem is not None:
+        raise UserError(problem)
+
+
+def _check_options(args: argparse.Namespace) -> Policy | None:
+    """What can be checked before a transcript is read: the policy named (a preset, a file), the
+    window given against it, a model whose window must be known. The policy, when named."""
+    policy = load_policy(args.policy) if getattr(args, "policy", None) else None
+    if policy is not None and getattr(args, "window", None) is not None:
+        _check_window(policy, args.window)
+    model = getattr(args, "model", None)
+    if model is not None and getattr(args, "window", None) is None and model_window(model) is None:
+        raise UserError(f"the window of model {model!r} is not known: give --window TOKENS")
+    return policy
 
 
 def _window(transcript: Transcript, args: argparse.Namespace) -> tuple[int | None, str]:
@@ -102,7 +144,7 @@ def _app_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="context-inspector",
         description=DESCRIPTION,
-        epilog="commands: report, explain, calibrate, findings, export, sessions, tour (context-inspector COMMAND --help)",
+        epilog="commands: report, explain, calibrate, findings, export, sessions, tour, serve (context-inspector COMMAND --help)",
     )
     p.add_argument("--version", action="version", version=f"context-inspector {__version__}")
     p.add_argument(
@@ -212,6 +254,14 @@ def _parser() -> argparse.ArgumentParser:
     s = _command(sub, "sessions", "list the sessions found on this machine, newest first")
     s.add_argument("--json", action="store_true", help="print the list as JSON")
 
+    v = _command(sub, "serve", "serve the app to a web browser on this machine (http://127.0.0.1:PORT)")
+    v.add_argument(
+        "path", nargs="?", help=PATH_HELP + " (none: the picker of the sessions found on this machine)"
+    )
+    v.add_argument("--port", type=_positive_int, default=8000, help="the port on 127.0.0.1 (default: 8000)")
+    _add_session_option(v)
+    _add_shaping_options(v)
+
     t = _command(sub, "tour", "a guided tour of a bundled scenario in the app (none: list them)")
     t.add_argument("scenario", nargs="?", metavar="SCENARIO", help="the scenario (none: list them)")
 
@@ -219,9 +269,14 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("path", help=PATH_HELP)
     _add_session_option(e)
     e.add_argument(
-        "message", help="the message: its id, a unique prefix of one, or its line in the file (1583 or :1583)"
+        "message",
+        help="the message: its id, a unique prefix of one, or its line in PATH's own file (1583 or :1583; "
+        "a bare number is taken as a line first)",
     )
-    e.add_argument("--step", type=_positive_int, default=None, help="the request (default: the last)")
+    e.add_argument(
+        "--step", type=_positive_int, default=None, help="the request (default: the last that sent it)"
+    )
+    e.add_argument("--json", action="store_true", help="print the answer as JSON")
     _add_shaping_options(e)
     return p
 
@@ -253,16 +308,21 @@ _one_shot = False
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    _check_options(args)
     transcript = _load(args.path, args.session)
     replay = _replay(transcript, args)
-    report = replay.report(step=args.step, compare_with=args.compare)
+    report = attach_cost(replay.report(step=args.step, compare_with=args.compare), transcript)
     if args.cache:
-        from inspector.replay.cache import cache_cost
+        from inspector.replay.cache import cache_cost, cache_money
 
         totals = {"policy", "window", "rewrites", "rebilled_tokens", "sent_tokens", "cached_tokens"}
         replays = [replay] + ([replay.with_settings(args.compare)] if args.compare else [])
         costs = [cache_cost(r) for r in replays]
-        report.cache = [{k: getattr(c, k) for k in c.__struct_fields__ if k in totals} for c in costs]
+        report.cache = []
+        for c in costs:
+            money, note = cache_money(transcript, c)
+            entry: dict[str, Any] = {k: getattr(c, k) for k in c.__struct_fields__ if k in totals}
+            report.cache.append({**entry, "rebilled_cost": money, "cost_note": note})
     if args.json:
         sys.stdout.write(json_text(report) + "\n")
     else:
@@ -273,10 +333,146 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
+    _check_options(args)
     transcript = _load(args.path, args.session)
     replay = _replay(transcript, args)
-    sys.stdout.write(visible(replay.explain(args.message, step=args.step), newlines=False) + "\n")
+    found = _find_message(replay, args.message)
+    answer = replay.explain(found.message.id, step=args.step)
+    if args.json:
+        import json
+
+        holding = replay.requests_holding(found.message.id)
+        step = args.step if args.step is not None else (holding[-1] if holding else None)
+        origin = found.message.origin
+        data = {
+            "message_id": found.message.id,
+            "role": found.message.role.value,
+            "file": origin.file if origin is not None else None,
+            "line": origin.line if origin is not None else None,
+            "found_by": found.by,
+            "note": found.note,
+            "step": step,
+            "requests_holding": [holding[0], holding[-1]] if holding else None,
+            "answer": answer,
+        }
+        sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    if found.note:
+        sys.stdout.write(visible(found.note, newlines=False) + "\n")
+    sys.stdout.write(visible(answer, newlines=False) + "\n")
     return 0
+
+
+class _Found:
+    """A message the user named, how it was found (id, id prefix, line) and what to tell them."""
+
+    def __init__(self, message: Message, by: str, note: str | None = None) -> None:
+        self.message, self.by, self.note = message, by, note
+
+
+def _find_message(replay: Replay, ref: str) -> _Found:
+    """The message `ref` names: an id, a unique id prefix, or a line of the transcript's own file
+    (`1583` or `:1583`; never a line of another file it read, such as a compaction call's). A bare
+    number that is both a line and the start of ids is taken as the line, and the note says so."""
+    ref = ref.strip()
+    transcript = replay.transcript
+    by_id = transcript._index()
+    if ref in by_id:
+        return _Found(by_id[ref], "id")
+    number = re.fullmatch(r"(:)?(\d+)", ref)
+    if number is None:
+        return _Found(replay.find_message(ref), "id prefix")
+    n = int(number.group(2))
+    name = os.path.basename(transcript.path)
+    prefixed = [mid for mid in by_id if mid.startswith(ref)] if number.group(1) is None else []
+    message, what = _message_at_line(transcript, n)
+    if message is None:
+        if len(prefixed) == 1:
+            return _Found(
+                by_id[prefixed[0]],
+                "id prefix",
+                f"no message at line {n:,} of {name}: {ref!r} is the start of message {prefixed[0]}",
+            )
+        also = (
+            f"; {plural(len(prefixed), 'message id')} begin with {ref!r}: give more of one"
+            if prefixed
+            else ""
+        )
+        raise UserError(f"line {n:,} of {name} holds no message ({what}){also}")
+    note = f"line {n:,} of {name}: {what}"
+    if prefixed:
+        note += (
+            f" (taken as a line number; {plural(len(prefixed), 'message id')} also begin with {ref!r}: "
+            "give more of an id for one of them)"
+        )
+    return _Found(message, "line", note)
+
+
+def _same_file(a: str, b: str) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _message_at_line(transcript: Transcript, n: int) -> tuple[Message | None, str]:
+    """The message line `n` of the transcript's own file is (its first line) or is part of (a later
+    line of a response streamed over several lines), and what that line is; (None, what it is)
+    where it is no message's."""
+    path = transcript.path
+    mine = [m for m in transcript.messages if m.origin is not None and _same_file(m.origin.file, path)]
+    for m in mine:
+        if m.origin is not None and m.origin.line == n:
+            return m, f"message {m.id} ({m.role.value})"
+    record = _record_at_line(path, n)
+    if record is None:
+        last = max((m.origin.line for m in mine if m.origin is not None), default=0)
+        return (
+            None,
+            f"the file's messages are on lines 1 to {last:,}" if last else "the file holds no message",
+        )
+    ids = {record.get("uuid"), record.get("id")}
+    inner = record.get("message")
+    response = inner.get("id") if isinstance(inner, dict) else None
+    for m in mine:
+        if m.id in ids or (response is not None and m.response_id == response):
+            first = m.origin.line if m.origin is not None else 0
+            return m, f"part of message {m.id} ({m.role.value}), whose first line is {first:,}"
+    kind = record.get("type")
+    call = record.get("toolUseID") or record.get("parentToolUseID")
+    if isinstance(call, str):
+        for m in mine:
+            for b in m.blocks:
+                if isinstance(b, ToolCallBlock) and b.id == call:
+                    return m, (
+                        f"a {kind!s} record of tool call {call} ({b.name}), made by message {m.id} "
+                        f"({m.role.value})"
+                    )
+    before = [m for m in mine if m.origin is not None and m.origin.line < n]
+    after = [m for m in mine if m.origin is not None and m.origin.line > n]
+    near = []
+    if before and before[-1].origin is not None:
+        near.append(f"line {before[-1].origin.line:,}")
+    if after and after[0].origin is not None:
+        near.append(f"line {after[0].origin.line:,}")
+    what = f"a {kind!s} record" if isinstance(kind, str) else "a record that is not a message"
+    return None, what + (f"; the nearest messages are at {' and '.join(near)}" if near else "")
+
+
+def _record_at_line(path: str, n: int) -> dict[str, Any] | None:
+    """Line `n` (1-based) of a JSON-lines file as an object; None where there is no such line or
+    it is not one (another kind of file: a database, a JSON array)."""
+    import orjson
+
+    try:
+        with open(path, "rb") as fh:
+            for i, line in enumerate(fh, 1):
+                if i == n:
+                    try:
+                        value = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        return None
+                    return value if isinstance(value, dict) else None
+    except OSError:
+        return None
+    return None
 
 
 def _sample(name: str) -> SampleInfo:
@@ -304,6 +500,7 @@ def _cmd_tour(args: argparse.Namespace) -> int:
     if args.scenario not in SCENARIOS:
         raise UserError(f"no scenario named {args.scenario!r}; there are: {', '.join(SCENARIOS)}")
     info = SCENARIOS[args.scenario]
+    _require_terminal(str(info.path))
     transcript = _load(str(info.path))
     from inspector.tui import run_app
 
@@ -324,6 +521,15 @@ def _cmd_open(args: argparse.Namespace) -> int:
     A PATH that changed in the last minute is followed unless --no-follow; a sample only with
     --follow.
     """
+    named_policy = _check_options(args)  # a wrong policy, window or model: one line, before any screen
+    if args.path is not None and not os.path.exists(args.path):
+        raise UserError(f"no such file or folder: {args.path}")
+    if args.sample is not None:
+        from sample_sessions import SAMPLES_DIR
+
+        _require_terminal(str(SAMPLES_DIR / _sample(args.sample).file))
+    else:
+        _require_terminal(args.path)
     policy, window = args.policy, args.window
     window_source = "--window"
     follow: bool | None = args.follow
@@ -375,10 +581,33 @@ def _cmd_open(args: argparse.Namespace) -> int:
                 check_named(transcript, args.session, path)
     if args.window is None and args.model is not None:
         window, window_source = _window(transcript, args)  # (over a sample's own window)
+    if window is not None and window_source != "sample":
+        from inspector.replay import _policy
+
+        _check_window(named_policy or _policy(policy, transcript), window)
     from inspector.tui import run_app
 
     run_app(transcript, policy=policy, window=window, follower=follower, window_source=window_source)
     return 0
+
+
+def _stdout_is_terminal() -> bool:
+    try:
+        return os.isatty(sys.stdout.fileno())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _require_terminal(path: str | None) -> None:
+    """The app draws on a terminal: with standard output a pipe or a file it does not start (it
+    would write screens of escape codes and wait for keys), and the one line says what prints the
+    same facts. The browser (`serve`) runs the app under its own driver, which needs no terminal."""
+    if os.environ.get("TEXTUAL_DRIVER") or _stdout_is_terminal():
+        return
+    instead = f"context-inspector report {path}" if path else "context-inspector sessions"
+    raise UserError(
+        f"the app needs a terminal and standard output is not one; for the same facts as text run: {instead}"
+    )
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
@@ -404,6 +633,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _cmd_findings(args: argparse.Namespace) -> int:
     """Exit 0 when nothing of severity "error" was found, 1 otherwise (for scripts and CI)."""
+    _check_options(args)
     from inspector.findings import UnknownCheckError, exit_code, find_all, findings_json, findings_text
 
     replay = _replay(_load(args.path, args.session), args)
@@ -421,6 +651,7 @@ def _cmd_findings(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
+    _check_options(args)
     from pathlib import Path
 
     from inspector.report.export import ExportError, export
@@ -458,6 +689,38 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    """The app in a browser: `textual-serve` runs `context-inspector PATH ...` under its web driver
+    for each browser that connects, on the loopback interface only (the transcripts are the user's)."""
+    import shlex
+
+    _check_options(args)
+    if args.path is not None and not os.path.exists(args.path):
+        raise UserError(f"no such file or folder: {args.path}")
+    if args.port > 65535:
+        raise UserError(f"not a port: {args.port} (give 1 to 65535)")
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        raise UserError("serve needs textual-serve: pip install 'context-inspector[serve]'") from None
+    command = [sys.executable, "-m", "inspector"]
+    if args.path is not None:
+        command.append(os.path.abspath(args.path))
+    for option in ("session", "policy", "window", "model"):
+        value = getattr(args, option)
+        if value is not None:
+            given = os.path.abspath(value) if option == "policy" and os.path.isfile(value) else str(value)
+            command += [f"--{option}", given]
+    server = Server(
+        " ".join(shlex.quote(c) for c in command), host="127.0.0.1", port=args.port, title="context-inspector"
+    )
+    try:
+        server.serve()
+    except OSError as exc:
+        raise UserError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+    return 0
+
+
 COMMANDS = {
     "report": _cmd_report,
     "explain": _cmd_explain,
@@ -466,10 +729,11 @@ COMMANDS = {
     "export": _cmd_export,
     "sessions": _cmd_sessions,
     "tour": _cmd_tour,
+    "serve": _cmd_serve,
 }
 
 
-QUICK_EXIT = frozenset(COMMANDS) - {"tour"}
+QUICK_EXIT = frozenset(COMMANDS) - {"tour", "serve"}
 """The commands that print and are done: a process started as one of them leaves at once."""
 
 

@@ -57,3 +57,20 @@ def real_transcripts() -> list[Path]:
             p for p in CORPUS.rglob("*") if p.suffix in (".jsonl", ".json") and p.name not in CORPUS_DATA
         )
     return found
+
+
+@pytest.fixture(autouse=True)
+def _app_output_is_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the test process standard output is captured, not a terminal: the tests that open the
+    app through `main` (with `run_app` replaced) open it as from one. The refusal without a
+    terminal is tested in a process of its own (`test_cli_money.py`)."""
+    monkeypatch.setattr("inspector.cli._stdout_is_terminal", lambda: True)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _price_cache_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The prices looked up (`inspector.report.cost`) are kept in a folder of the test run, never in
+    the user's cache folder; processes the tests start inherit it."""
+    import os
+
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))

@@ -183,7 +183,10 @@ def test_json_export_is_the_report(seeded: Replay) -> None:
     data = json.loads(export(seeded, "json"))
     report = msgspec.convert(data, Report)
     assert report.step == len(seeded) and report.layers is not None
-    assert data == msgspec.json.decode(msgspec.json.encode(seeded.report(step=len(seeded))))
+    from inspector.report.summary import attach_cost
+
+    expected = attach_cost(seeded.report(step=len(seeded)), seeded.transcript)  # as `report --json`
+    assert data == msgspec.json.decode(msgspec.json.encode(expected))
     assert json.loads(export(seeded, "json", step=1))["step"] == 1
 
 

@@ -87,6 +87,14 @@ def _cc_session(session: str, cwd: str, prompt: str, responses: int) -> list[dic
     return recs
 
 
+
+def _usage(last_in: int, last_out: int, total_in: int, total_out: int) -> dict[str, object]:
+    """A Codex `token_count` info: the call's own usage and the session's total so far."""
+    return {
+        "last_token_usage": {"input_tokens": last_in, "output_tokens": last_out},
+        "total_token_usage": {"input_tokens": total_in, "output_tokens": total_out},
+    }
+
 @pytest.fixture()
 def world(tmp_path: Path) -> dict[str, Path]:
     """A fake home with sessions of every harness, and a work folder with an OpenCollab run."""
@@ -140,9 +148,12 @@ def world(tmp_path: Path) -> dict[str, Path]:
                 },
             },
             {"type": "event_msg", "payload": {"type": "user_message", "message": "Rename the module"}},
-            {"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {}}}},
+            # two calls whose output is not in the history, counted as the reader counts them
+            # (an all-zero report is no call; `info: null` is no report)
+            {"type": "event_msg", "payload": {"type": "token_count", "info": _usage(100, 5, 100, 5)}},
             {"type": "event_msg", "payload": {"type": "token_count", "info": None}},
             {"type": "event_msg", "payload": {"type": "token_count", "info": {"last_token_usage": {}}}},
+            {"type": "event_msg", "payload": {"type": "token_count", "info": _usage(120, 7, 220, 12)}},
         ],
         minutes_ago=60,
     )

@@ -91,7 +91,7 @@ def test_names_are_normalized(name: str) -> None:
 def test_unknown_preset() -> None:
     assert (
         one_line_error("claude-kode")
-        == "unknown policy 'claude-kode' (known: claude_code, codex, no_history_compaction, opencode, opencollab)"
+        == "unknown policy 'claude-kode' (known: claude-code, codex, no_history_compaction, opencode, opencollab)"
     )
 
 

@@ -40,8 +40,9 @@ LIVE_SECONDS = 60
 """A session modified this recently is marked live."""
 HEAD_BYTES = 64 * 1024
 """How much of a file's start is read for its title and project."""
-EXACT_COUNT_BYTES = 2 << 20
-"""Files up to this size are read whole to count requests; bigger ones are sampled."""
+EXACT_COUNT_BYTES = 8 << 20
+"""Files up to this size are read whole to count requests exactly, as the reader counts them (a
+scan of 3.4 MB takes about 20 ms); bigger ones are sampled and the count marked estimated."""
 SAMPLE_BYTES = 512 << 10
 """For a bigger file: this much of its head and of its tail are read, and the count extrapolated."""
 TITLE_CHARS = 120
@@ -53,10 +54,7 @@ _CWD = re.compile(rb'"cwd":\s*"((?:[^"\\]|\\.)*)"')
 _ASSISTANT = re.compile(rb'"type":\s*"assistant"')
 _PROGRESS = re.compile(rb'"type":\s*"progress"')
 _SIDECHAIN = re.compile(rb'"isSidechain":\s*true')
-_TOKEN_COUNT = re.compile(rb'"type":\s*"token_count"')
-_INFO_NULL = re.compile(rb'"info":\s*null')
 _TITLE_LINE = re.compile(rb'"type":\s*"(?:custom|ai)-title"')
-_ROLE_ASSISTANT = re.compile(rb'"role":\s*"assistant"')
 _STEP_COUNT = re.compile(rb'"step_count":\s*(\d+)')
 _AGENT_FILE = re.compile(r"^agent_(\d+)_(.+)\.json$")
 
@@ -389,16 +387,57 @@ def _decode_project(folder: str) -> str:
 
 # -- Codex ---------------------------------------------------------------------------------------
 def _codex_count(lines: Iterable[bytes]) -> int:
-    """Codex: `token_count` reports with usage (one per model call); else assistant messages."""
-    reports = 0
-    answers = 0
+    """Codex: model calls, counted as the reader counts them (`inspector.formats.codex`): one per
+    run of output items (reasoning, assistant text, tool calls) ended by an input item or a
+    report, and one per `token_count` report that follows no new response (a call whose output is
+    not in the history); all-zero, unmoved and repeated reports are no call."""
+    from inspector.formats.codex import OUTPUT_ITEMS
+
+    n = 0
+    open_response = False  # inside a run of output items
+    pending = False  # a response counted whose report has not come yet
+    last: tuple[Any, Any] | None = None
     for line in lines:
-        if b"token_count" in line and _TOKEN_COUNT.search(line):
-            if not _INFO_NULL.search(line):
-                reports += 1
-        elif b"response_item" in line and _ROLE_ASSISTANT.search(line):
-            answers += 1
-    return reports or answers
+        if b"response_item" not in line and b"token_count" not in line and b'"type"' not in line:
+            continue
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(rec, dict):
+            continue
+        rtype = rec.get("type")
+        payload = rec.get("payload") if rtype in ("response_item", "event_msg") else rec
+        if not isinstance(payload, dict):
+            continue
+        ptype = payload.get("type")
+        if rtype == "event_msg" and ptype == "token_count":
+            info = payload.get("info")
+            if not isinstance(info, dict):
+                continue
+            key = (info.get("last_token_usage"), info.get("total_token_usage"))
+            used = key[0] if isinstance(key[0], dict) else {}
+            zero = not any(isinstance(used.get(k), int) and used[k] for k in ("input_tokens", "output_tokens"))
+            if key != last and (zero or (last is not None and key[1] is not None and key[1] == last[1])):
+                continue  # no model call was made
+            if pending:
+                pass  # the report of the response just counted
+            elif key == last:
+                continue  # repeated
+            else:
+                n += 1  # a call whose output is not in the history
+            last, pending, open_response = key, False, False
+            continue
+        if rtype != "response_item" and "payload" in rec:
+            continue
+        output = ptype in OUTPUT_ITEMS or (ptype == "message" and payload.get("role") == "assistant")
+        if output:
+            if not open_response:
+                n += 1
+                open_response = pending = True
+        elif ptype is not None:
+            open_response = False
+    return n
 
 
 def _codex(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:

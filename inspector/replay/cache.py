@@ -32,13 +32,21 @@ from typing import TYPE_CHECKING
 
 from msgspec import Struct
 
-from inspector.model import Message
+from inspector.model import Message, Transcript
 from inspector.tokens.calibration import CalibratedEstimator
 
 if TYPE_CHECKING:  # the replay package may import this module: no import cycle at run time
     from . import Replay, Step
 
-__all__ = ["CACHE_READ_PRICE", "CACHE_WRITE_PRICE", "CacheCost", "CacheRow", "cache_cost", "common_prefix"]
+__all__ = [
+    "CACHE_READ_PRICE",
+    "CACHE_WRITE_PRICE",
+    "CacheCost",
+    "CacheRow",
+    "cache_cost",
+    "cache_money",
+    "common_prefix",
+]
 
 CACHE_READ_PRICE = 0.1
 """What a token read from the prompt cache costs, as a share of the base input price (Anthropic)."""
@@ -170,3 +178,12 @@ def cache_cost(replay: Replay) -> CacheCost:
         sent_tokens=sum(row.sent_tokens for row in rows),
         cached_tokens=sum(row.prefix_tokens for row in rows),
     )
+
+
+def cache_money(transcript: Transcript, cost: CacheCost) -> tuple[float | None, str | None]:
+    """What the tokens `cost` re-billed cost in US dollars: each written to the prompt cache again
+    at its request's model's cache-write price instead of read at its cache-read price
+    (`inspector.report.cost`); (None, "no price for MODEL") where a model has no price."""
+    from inspector.report.cost import rebilled_cost
+
+    return rebilled_cost(transcript, ((row.request, row.rebilled_tokens) for row in cost.requests))

@@ -26,7 +26,7 @@ class Side(Struct, frozen=True, kw_only=True):
     them in the end (a message folded into a summary counts as summarized even if a layer before
     had cleared it). `added`: messages in the final view that are not in the ledger (summaries,
     restored files). `counts`: the length of each of those lists. `fired`: the layers that
-    changed their input, with their reasons in `reasons`.
+    changed their input, with their reasons in `reasons` and their labels in `labels`.
     """
 
     policy: str
@@ -40,6 +40,8 @@ class Side(Struct, frozen=True, kw_only=True):
     messages_sent: int
     fired: list[str]
     reasons: dict[str, str]
+    labels: dict[str, str] = {}
+    """Each layer's name -> its label, as the app's columns and the report say it ("microcompact")."""
     removed: list[str]
     summarized: list[str]
     cleared: list[str]
@@ -110,6 +112,7 @@ def _side(replay: Replay, step: Step) -> Side:
         messages_sent=len(result.final),
         fired=[layer.name for layer in result.layers if layer.fired],
         reasons={layer.name: layer.reason for layer in result.layers},
+        labels={layer.name: layer.label for layer in result.layers},
         removed=lists["removed"],
         summarized=lists["summarized"],
         cleared=lists["cleared"],

@@ -42,11 +42,12 @@ from inspector.model import MediaBlock, Message, ReasoningBlock, TextBlock, Tool
 from inspector.replay import Replay, Step
 from inspector.shaping import Action
 
+from .cost import cost_line
 from .redact import redact as redact_text
 from .redact import redact_value
 from .render import render_report
 from .sanitize import json_text, one_line, visible
-from .summary import Report, load_issues_title
+from .summary import Report, attach_cost, load_issues_title
 
 FORMATS = ("json", "md", "html", "svg")
 SVG_WIDTH = 120
@@ -100,7 +101,7 @@ def export(replay: Replay, fmt: str, step: int | None = None, redact: bool = Fal
     if kind not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     k = step if step is not None else (len(replay) or None)
-    report = replay.report(step=k)
+    report = attach_cost(replay.report(step=k), replay.transcript)
     if redact:
         report = redact_report(report)
     if kind == "json":
@@ -224,6 +225,8 @@ def _facts(report: Report) -> list[tuple[str, str]]:
     facts.append(
         ("spent", f"{report.cumulative_tokens:,} tokens in all (input + output, across compactions)")
     )
+    if report.cost is not None:
+        facts.append(("cost", cost_line(report.cost)))
     b = report.budget
     facts.append(
         (

@@ -8,12 +8,40 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from .cost import cost_line, money_text
+from .progress import human_size
 from .sanitize import one_line, visible
-from .summary import Report, load_issues_title
+from .summary import Report, load_issues_title, plural
 
 if TYPE_CHECKING:
     from inspector.live.discovery import SessionInfo
     from inspector.tokens.accuracy import AccuracyReport
+
+
+PIPE_WIDTH = 10_000
+"""The width of output that is not a terminal (a pipe, a file): wide enough for any row, so a
+table takes the width it needs and nothing a user copies (a path, a reason) is cut or wrapped."""
+
+
+def output_console(file: Any = None) -> Console:
+    """A console for `file` (standard output by default): a terminal's own width, else `PIPE_WIDTH`
+    and no colours."""
+    import sys
+
+    stream = sys.stdout if file is None else file
+    try:
+        terminal = bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        terminal = False
+    if terminal:
+        return Console(file=stream)
+    return Console(file=stream, width=PIPE_WIDTH, color_system=None, highlight=False)
+
+
+def _whole(text: str, style: str = "") -> Text:
+    """A line that is never cut nor wrapped by Rich (a path): the terminal wraps it, if it must, as
+    one line that copies whole."""
+    return Text(visible(text, newlines=False), style=style, no_wrap=True, overflow="ignore")
 
 
 def _n(v: int | None) -> str:
@@ -25,9 +53,13 @@ def _text(value: str) -> Text:
     return Text(visible(value, newlines=False))
 
 
-def _kv_table(title: str) -> Table:
+_KEY_WIDTH = 8
+"""The width of the keys of the report's head ("requests", "messages")."""
+
+
+def _kv_table(title: str | None) -> Table:
     t = Table(title=title, title_justify="left", show_header=False, box=None, pad_edge=False)
-    t.add_column(style="bold")
+    t.add_column(style="bold", min_width=_KEY_WIDTH)
     t.add_column()
     return t
 
@@ -41,10 +73,18 @@ def session_line(report: Report) -> str:
     return f"{which}: the newest of {n:,} sessions here (choose another with --session ID)"
 
 
-def render_report(report: Report) -> RenderableType:
-    parts: list[RenderableType] = []
-    head = _kv_table("Session")
-    head.add_row("file", Text(visible(report.path, newlines=False)))
+def file_line(report: Report) -> Text:
+    """ "file      /the/transcript.jsonl": printed on a line of its own, never cut (`print_report`)."""
+    line = Text.assemble(("file".ljust(_KEY_WIDTH + 2), "bold"), visible(report.path, newlines=False))
+    line.no_wrap, line.overflow = True, "ignore"
+    return line
+
+
+def render_report(report: Report, *, with_file: bool = True) -> RenderableType:
+    parts: list[RenderableType] = [Text("Session", style="italic")]
+    if with_file:
+        parts.append(file_line(report))
+    head = _kv_table(None)
     head.add_row("format", _text(report.format))
     if report.sessions_in_source is not None and report.sessions_in_source > 1:
         head.add_row("session", Text(visible(session_line(report), newlines=False)))
@@ -60,6 +100,8 @@ def render_report(report: Report) -> RenderableType:
             f"first {c.first:,} · max {c.max:,} (request {c.max_request}) · last {c.last:,}",
         )
     head.add_row("spent", f"{report.cumulative_tokens:,} tokens in all (input + output, across compactions)")
+    if report.cost is not None:
+        head.add_row("cost", _text(cost_line(report.cost)))
     b = report.budget
     head.add_row(
         "budget",
@@ -94,7 +136,11 @@ def render_report(report: Report) -> RenderableType:
             if e.detail:
                 what += ": " + e.detail
             pre = _n(e.pre_tokens)
-            if e.pre_tokens is None and e.kind == "compaction" and 0 < e.after_request <= len(report.requests):
+            if (
+                e.pre_tokens is None
+                and e.kind == "compaction"
+                and 0 < e.after_request <= len(report.requests)
+            ):
                 # not recorded (an old-style compaction): the last request's context, said to be inferred
                 pre = f"{report.requests[e.after_request - 1].context_tokens:,} (inferred)"
             ev.add_row(
@@ -140,6 +186,7 @@ def render_report(report: Report) -> RenderableType:
                     style="dim",
                 )
             )
+        label_width = max((len(layer.label) for layer in report.layers), default=0) + 2
         for layer in report.layers:
             changes = ", ".join(
                 f"{n} {word}"
@@ -152,27 +199,38 @@ def render_report(report: Report) -> RenderableType:
                 if n
             )
             row = Text()
-            row.append(f"  {layer.label:<20}", style="bold")
+            row.append(f"  {layer.label:<{label_width}}", style="bold")
             row.append("fired    " if layer.fired else "idle     ", style="green" if layer.fired else "dim")
             row.append(f"{layer.tokens_before:>10,} → {layer.tokens_after:>10,}   ")
             row.append(changes or "no change")
             lines.append(row)
             lines.append(Text(f"      {layer.reason}", style="dim"))
         parts.append(Group(*lines))
+    if report.compare is not None:
+        parts.append(_compare_table(report.compare))
 
     if report.cache:
         cache = Table(title="Prompt cache over the session", title_justify="left")
-        for col in ("policy", "prefix rewrites", "tokens re-billed", "tokens sent", "served from cache"):
+        money = any(entry.get("rebilled_cost") is not None for entry in report.cache)
+        cols = ["policy", "prefix rewrites", "tokens re-billed", "tokens sent", "served from cache"]
+        if money:
+            cols.insert(3, "re-billed cost")
+        for col in cols:
             cache.add_column(col, justify="left" if col == "policy" else "right")
         for entry in report.cache:
-            cache.add_row(
+            cells: list[RenderableType] = [
                 _text(str(entry["policy"])),
                 f"{entry['rewrites']:,}",
                 f"{entry['rebilled_tokens']:,}",
                 f"{entry['sent_tokens']:,}",
                 f"{entry['cached_tokens']:,}",
-            )
+            ]
+            if money:
+                cells.insert(3, _text(cache_money(entry)))
+            cache.add_row(*cells)
         parts.append(cache)
+        for entry in report.cache:
+            parts.append(Text(visible(cache_sentence(entry), newlines=False)))
 
     if report.subagents:
         sub = Table(title="Subagents", title_justify="left")
@@ -220,12 +278,11 @@ def render_report(report: Report) -> RenderableType:
         rq = Table(title="Context per request", title_justify="left")
         b = report.budget
         # on another harness's transcript the figures are what the policy's harness would estimate
-        estimate = (
-            f"{b.harness} would estimate"
-            if b.harness and b.harness_wrote_transcript is False
-            else "harness estimate"
-        )
-        cols = ["request", "context", estimate, "output", "spent so far", "segment"]
+        estimate = estimate_label(b.harness, b.harness_wrote_transcript)
+        cols = ["request", "context", estimate, "output", "spent so far", "cost", "segment"]
+        priced = any(r.cost is not None for r in report.requests)
+        if not priced:
+            cols.remove("cost")
         harness = any(r.harness_estimate is not None for r in report.requests)
         if not harness:
             cols.remove(estimate)
@@ -236,13 +293,99 @@ def render_report(report: Report) -> RenderableType:
         for i, r in enumerate(shown):
             if len(rows) > 40 and i == 10:
                 rq.add_row("…", *([""] * (len(cols) - 1)))
-            cells = [str(r.index), _n(r.context_tokens)]
+            context = _n(r.context_tokens) + (" ~" if r.estimated else "")
+            row_cells = [str(r.index), context]
             if harness:
-                cells.append(_n(r.harness_estimate))
-            cells += [_n(r.output_tokens), f"{r.cumulative_tokens:,}", str(r.segment)]
-            rq.add_row(*cells)
+                row_cells.append(_n(r.harness_estimate))
+            row_cells += [_n(r.output_tokens), f"{r.cumulative_tokens:,}"]
+            if priced:
+                row_cells.append(money_text(r.cost.total) if r.cost is not None else "—")
+            row_cells.append(str(r.segment))
+            rq.add_row(*row_cells)
         parts.append(rq)
+        if any(r.estimated for r in report.requests):
+            parts.append(
+                Text(
+                    "  ~ no usage reported for this request: the context is the calibrated prediction",
+                    style="dim",
+                )
+            )
     return Group(*parts)
+
+
+def estimate_label(harness: str | None, wrote_it: bool | None) -> str:
+    """The heading of the harness's estimate: "what OpenCollab would estimate" on another harness's
+    transcript, "Claude Code's own estimate" on its own."""
+    if not harness:
+        return "harness estimate"
+    return f"what {harness} would estimate" if wrote_it is False else f"{harness}'s own estimate"
+
+
+def cache_money(entry: dict[str, Any]) -> str:
+    """The money of the tokens a policy re-billed ("$0.42"), or why there is none."""
+    cost = entry.get("rebilled_cost")
+    if cost is None:
+        reason = entry.get("cost_note")
+        return str(reason) if reason else "—"
+    return money_text(float(cost))
+
+
+def cache_sentence(entry: dict[str, Any]) -> str:
+    """ "opencollab+eager re-bills 66,526 tokens = $0.41 on this session"."""
+    n = int(entry["rebilled_tokens"])
+    text = f"{entry['policy']} re-bills {plural(n, 'token')}"
+    cost = entry.get("rebilled_cost")
+    if cost is not None:
+        text += f" = {money_text(float(cost))}"
+    elif entry.get("cost_note"):
+        text += f" ({entry['cost_note']})"
+    text += " on this session"
+    rewrites = int(entry.get("rewrites", 0))
+    why = "written to the cache again instead of read from it; " if cost is not None and n else ""
+    return text + f" ({why}{plural(rewrites, 'prefix rewrite')})"
+
+
+def _compare_table(compare: dict[str, Any]) -> Table:
+    """Two policies at one request, side by side (`report --step K --compare POLICY`)."""
+    a, b = compare["a"], compare["b"]
+    table = Table(
+        title=f"Compared at request {compare['step']} ({plural(compare['ledger_messages'], 'message')} in the ledger)",
+        title_justify="left",
+    )
+    table.add_column("")
+    table.add_column(f"A · {visible(str(a['policy']), newlines=False)}", justify="right")
+    table.add_column(f"B · {visible(str(b['policy']), newlines=False)}", justify="right")
+
+    def row(what: str, key: str) -> None:
+        table.add_row(what, _n(a.get(key)), _n(b.get(key)))
+
+    row("window", "window")
+    row("trigger", "trigger")
+    row("target", "target")
+    row("ledger tokens", "input_tokens")
+    row("tokens sent", "sent_tokens")
+    row("tokens saved", "saved_tokens")
+    row("messages sent", "messages_sent")
+    for fate in ("removed", "summarized", "cleared", "truncated", "added"):
+        table.add_row(f"messages {fate}", _n(a["counts"].get(fate)), _n(b["counts"].get(fate)))
+
+    def fired(side: dict[str, Any]) -> Text:
+        labels = side.get("labels") or {}
+        names = [labels.get(n, n) for n in side.get("fired", [])]
+        return _text(", ".join(names) or "none")
+
+    table.add_row("layers fired", fired(a), fired(b))
+    table.add_row(
+        "sent only by this side",
+        _n(len(compare.get("only_in_a", []))),
+        _n(len(compare.get("only_in_b", []))),
+    )
+    table.add_row(
+        "kept whole only by this side",
+        _n(len(compare.get("kept_only_by_a", []))),
+        _n(len(compare.get("kept_only_by_b", []))),
+    )
+    return table
 
 
 def _fidelity_table(fidelity: dict[str, Any], most: int = 30) -> Table:
@@ -251,13 +394,13 @@ def _fidelity_table(fidelity: dict[str, Any], most: int = 30) -> Table:
     table = Table(
         title=(
             f"Fidelity: {fidelity.get('matches', 0):,} matched, {fidelity.get('misses', 0):,} missed "
-            f"(policy {fidelity.get('policy')}, deciding with its harness's estimator "
-            f"{fidelity.get('estimator')}, trigger {_n(fidelity.get('trigger'))})"
+            f"(policy {fidelity.get('policy')}, deciding with {_estimator_words(fidelity.get('estimator'))}, "
+            f"trigger {_n(fidelity.get('trigger'))})"
         ),
         title_justify="left",
     )
     table.add_column("event", no_wrap=True)
-    for col in ("recorded", "simulated", "harness est.", "line", "est. before"):
+    for col in ("recorded after request", "simulated after request", "harness estimate", "line", "estimate before"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("")
     events: list[dict[str, Any]] = list(fidelity.get("events", []))
@@ -285,45 +428,66 @@ def _fidelity_table(fidelity: dict[str, Any], most: int = 30) -> Table:
     return table
 
 
+def _estimator_words(name: object) -> str:
+    """ "Claude Code's own estimate" for the estimator `claude_code` (one spelling for users)."""
+    from inspector.tokens.harness import ESTIMATORS
+
+    spec = ESTIMATORS.get(str(name))
+    return f"{spec.harness}'s own estimate" if spec is not None else f"the estimator {name}"
+
+
 def print_report(report: Report, console: Console | None = None) -> None:
-    (console or Console()).print(render_report(report))
+    """The report on `console`; its path on a line the terminal wraps, if it must, as one line
+    (a line Rich cut or broke would not copy whole)."""
+    out = console or output_console()
+    out.print(Text("Session", style="italic"))
+    out.print(file_line(report), soft_wrap=True)
+    group = render_report(report, with_file=False)
+    assert isinstance(group, Group)
+    out.print(Group(*group.renderables[1:]))
 
 
 def _pct(v: float | None) -> str:
     return "—" if v is None else f"{v:.3f}%"
 
 
+CALIBRATE_HOW = {
+    "baseline": "last report + chars/4 of what was added",
+    "baseline_tiktoken": "last report + tiktoken of what was added",
+    "proportional": "weights apportioned from each report",
+    "delta": "each report's difference put on what was added",
+}
+
+
 def print_accuracy(result: AccuracyReport, mode: str | None = None, console: Console | None = None) -> None:
-    """The calibration accuracy table: each mode's median, p95 and max absolute error."""
+    """The calibration accuracy table: each mode's median, p95 and max error of the next-request
+    prediction (each request's input predicted before its report, against what it reported)."""
     table = Table(
-        title=f"Predicting each request's input before its report ({result.estimator} estimator)",
+        title=(
+            "Error of the next-request prediction: each request's input predicted before its report, "
+            f"against the report ({result.estimator} estimator)"
+        ),
         title_justify="left",
     )
     table.add_column("mode", no_wrap=True)
-    for col in ("median", "p95", "max", "requests"):
+    for col in ("median error", "p95 error", "max error", "requests predicted"):
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
-    table.add_column("how it predicts", style="dim")
-    how = {
-        "baseline": "last report + chars/4 of what was added",
-        "baseline_tiktoken": "last report + tiktoken of what was added",
-        "proportional": "weights apportioned from each report",
-        "delta": "each report's difference put on what was added",
-    }
+    table.add_column("how it predicts", style="dim", min_width=24)
     for key, stats in result.modes.items():
         table.add_row(
             key,
             _pct(stats.median_pct),
             _pct(stats.p95_pct),
             _pct(stats.max_pct),
-            str(stats.n),
+            f"{stats.n:,}",
             Text("best", style="bold green") if key == result.best else "",
-            how.get(key, ""),
+            CALIBRATE_HOW.get(key, ""),
         )
     parts: list[RenderableType] = [table]
     if mode is not None:
         rows = Table(title=f"Per request ({mode})", title_justify="left")
-        for col in ("request", "reported", "predicted", "error"):
+        for col in ("request", "reported input", "predicted input", "error of the prediction"):
             rows.add_column(col, justify="right")
         for r in result.requests:
             if mode in r.predicted:
@@ -331,15 +495,7 @@ def print_accuracy(result: AccuracyReport, mode: str | None = None, console: Con
                     str(r.request), f"{r.reported:,}", f"{r.predicted[mode]:,}", _pct(r.error_pct.get(mode))
                 )
         parts.append(rows)
-    (console or Console()).print(Group(*parts))
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
+    (console or output_console()).print(Group(*parts))
 
 
 def _session_path(row: SessionInfo) -> str:
@@ -350,28 +506,56 @@ def _session_path(row: SessionInfo) -> str:
     return str(row.path)
 
 
+def _requests_cell(r: SessionInfo) -> str:
+    if r.requests is None:
+        return "—"
+    return f"~{r.requests:,}" if r.requests_estimated else f"{r.requests:,}"
+
+
 def print_sessions(rows: list[SessionInfo], console: Console | None = None) -> None:
-    """Sessions found on this machine, newest first; a live mark on those written in the last minute."""
-    out = console or Console()
+    """Sessions found on this machine, newest first; a live mark on those written in the last minute.
+
+    Paths are never cut: where the table with them does not fit the terminal, each session takes
+    two lines, its facts and then its path whole."""
+    out = console or output_console()
     if not rows:
         out.print(
-            "No sessions found (Claude Code, Codex, opencode, OpenCollab). Try: context-inspector --sample"
+            "No sessions found (Claude Code, Codex, opencode, OpenCollab). Try: context-inspector --sample",
+            soft_wrap=True,
         )
         return
-    table = Table(title=f"Sessions ({len(rows):,}), newest first", title_justify="left")
-    for col in ("", "harness", "project", "title", "requests", "size", "last activity", "path"):
-        table.add_column(col, justify="right" if col in ("requests", "size") else "left")
-    for r in rows:
-        table.add_row(
+    title = f"Sessions ({len(rows):,}), newest first"
+    cols = ("", "harness", "project", "title", "requests", "size", "last activity")
+    table = Table(title=title, title_justify="left")
+    for col in (*cols, "path"):
+        table.add_column(
+            col, justify="right" if col in ("requests", "size") else "left", no_wrap=col == "path"
+        )
+
+    def cells(r: SessionInfo) -> list[RenderableType]:
+        return [
             Text("●", style="bold green") if r.live else Text(""),
             r.harness,
             Text(visible(r.project or "—", newlines=False)),
             Text(one_line(r.title or "", 50)),
-            "—"
-            if r.requests is None
-            else (f"~{r.requests:,}" if r.requests_estimated else f"{r.requests:,}"),
-            _size(r.size_bytes),
+            _requests_cell(r),
+            human_size(r.size_bytes),
             r.last_activity.strftime("%Y-%m-%d %H:%M"),
-            Text(visible(_session_path(r), newlines=False)),
-        )
-    out.print(table)
+        ]
+
+    for r in rows:
+        table.add_row(*cells(r), Text(visible(_session_path(r), newlines=False)))
+    from rich.measure import Measurement
+
+    if Measurement.get(out, out.options.update_width(PIPE_WIDTH), table).maximum <= out.width:
+        out.print(table)
+        return
+    # too wide for the terminal: the facts in a table, each followed by its path on a line of its own
+    out.print(Text(title, style="italic"))
+    for r in rows:
+        facts = Table(show_header=False, box=None, pad_edge=False)
+        for col in cols:
+            facts.add_column(col, justify="right" if col in ("requests", "size") else "left")
+        facts.add_row(*cells(r))
+        out.print(facts)
+        out.print(_whole("   " + _session_path(r)), soft_wrap=True)

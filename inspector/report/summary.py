@@ -20,7 +20,14 @@ from inspector.model import (
 )
 from inspector.model.windows import model_window
 
+from .cost import CostSummary, Money
+
 SCHEMA_VERSION = 1
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """ "1 request", "2 requests", "1,581 messages"."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
 
 
 class RequestRow(Struct, kw_only=True):
@@ -48,6 +55,16 @@ class RequestRow(Struct, kw_only=True):
     ledger_messages: Annotated[int, Meta(description="messages in the ledger when the request was made")]
     model: str | None
     timestamp: str | None
+    cost: Annotated[
+        Money | None,
+        Meta(
+            description="what the request cost in US dollars (input, cache write, cache read, output, "
+            "total), at the prices of genai-prices; None: see cost_note"
+        ),
+    ] = None
+    cost_note: Annotated[
+        str | None, Meta(description='why there is no cost: "no usage reported", "no price for MODEL"')
+    ] = None
 
 
 class ContextStats(Struct, kw_only=True):
@@ -68,7 +85,9 @@ class EventRow(Struct, kw_only=True):
             "Code 1.0: the summary is a new root), new_root (a fresh context), or the format's own record"
         ),
     ] = None
-    detail: Annotated[str | None, Meta(description="what the harness said of it (an API error's text)")] = None
+    detail: Annotated[str | None, Meta(description="what the harness said of it (an API error's text)")] = (
+        None
+    )
     trigger: str | None
     pre_tokens: int | None
     post_tokens: int | None
@@ -227,6 +246,13 @@ class Report(Struct, kw_only=True):
         Meta(
             description="with --cache: per policy, the prompt-cache cost of its views over the whole session "
             "(prefix rewrites, tokens re-billed because of them, tokens sent, tokens served from cache)"
+        ),
+    ] = None
+    cost: Annotated[
+        CostSummary | None,
+        Meta(
+            description="the session's cost in US dollars: the total of the requests priced, split by kind "
+            "of token, the models without a price, and the price table's source and date"
         ),
     ] = None
     sessions_in_source: Annotated[
@@ -485,3 +511,45 @@ def _segment_rows(transcript: Transcript) -> list[SegmentRow]:
             )
         )
     return rows
+
+
+def window_problem(policy: Any, window: int | None) -> str | None:
+    """Why `window` cannot be shaped against under `policy` (a `Policy`), or None when it can.
+
+    A window must hold the policy's output reserve and safety buffer with room to spare: below
+    that its trigger would be a token or two and every figure drawn against it meaningless (a
+    context of 252,610 is not "5052200.0% of window", the window is wrong)."""
+    if window is None:
+        return None
+    budget = policy.budget(window)
+    if (
+        budget.trigger >= MIN_USABLE_WINDOW
+        and window - budget.output_reserve - budget.safety_buffer >= MIN_USABLE_WINDOW
+    ):
+        return None
+    # the reserves as the policy's rule keeps them where a window holds them (a harness rule's
+    # lines are clamped to a small window, which would understate them)
+    budget = policy.budget(max(window, RESERVES_AT))
+    reserved = budget.output_reserve + budget.safety_buffer
+    return (
+        f"window {window:,} is too small for policy {policy.name}: it keeps {budget.output_reserve:,} "
+        f"for the answer and a {budget.safety_buffer:,} safety buffer, {reserved:,} in all; "
+        f"give a window of at least {reserved + MIN_USABLE_WINDOW:,} tokens"
+    )
+
+
+MIN_USABLE_WINDOW = 1_000
+"""Tokens a window must hold beyond a policy's reserves to be shaped against (`window_problem`)."""
+RESERVES_AT = 200_000
+"""The window at which `window_problem` reads a policy's reserves to name them."""
+
+
+def attach_cost(report: Report, transcript: Transcript) -> Report:
+    """`report` with the cost of each request and of the session (`inspector.report.cost`)."""
+    from .cost import session_cost
+
+    found = session_cost(transcript)
+    for row, cost in zip(report.requests, found.requests, strict=True):
+        row.cost, row.cost_note = cost.cost, cost.note
+    report.cost = found.summary
+    return report

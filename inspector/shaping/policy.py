@@ -438,7 +438,7 @@ def preset(name: str) -> Policy:
     key = PRESET_ALIASES.get(key, key)
     found = PRESETS.get(key)
     if found is None:
-        known = ", ".join(sorted(PRESETS))
+        known = ", ".join(sorted(p.name for p in PRESETS.values()))  # as users write them: claude-code
         raise PolicyError(f"unknown policy {name!r} (known: {known})")
     return found
 

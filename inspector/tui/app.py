@@ -39,6 +39,7 @@ from inspector.live import Follower, SessionInfo
 from inspector.model import RecordedEvent, Transcript
 from inspector.model.bulk import hold_loaded
 from inspector.replay import Replay, ReplayError, Step
+from inspector.report.cost import money_at
 from inspector.report.sanitize import one_line
 from inspector.scenarios import Tour
 from inspector.scenarios import tour as scenario_tour
@@ -175,6 +176,7 @@ def step_view(replay: Replay, step: Step, events: list[RecordedEvent], *, wait: 
         result=step.result,
         harness=replay.harness_estimate(step.index, wait=wait),
         decides_as_harness=replay.decides_as_harness,
+        cost=money_at(replay.transcript, step.index),
     )
 
 

@@ -49,7 +49,7 @@ FATE_STATE = {
 
 def side_header(side: Side) -> str:
     """ "opencollab · sends 153,210 of 230,118 · fired: tool output clear (…)"."""
-    fired = ", ".join(side.fired) if side.fired else "nothing fired"
+    fired = ", ".join(side.labels.get(n, n) for n in side.fired) if side.fired else "nothing fired"
     return visible(
         f"{side.policy} · sends {tokens(side.sent_tokens)} of {tokens(side.input_tokens)} · {fired}",
         newlines=False,
@@ -69,9 +69,9 @@ def side_summary(side: Side) -> str:
         lines.append(counts)
     if side.fired:
         for name in side.fired:
-            lines.append(f"fired {name}: {one_line(side.reasons.get(name, ''), 200)}")
+            lines.append(f"fired {side.labels.get(name, name)}: {one_line(side.reasons.get(name, ''), 200)}")
     else:
-        idle = "; ".join(f"{n}: {one_line(r, 80)}" for n, r in side.reasons.items())
+        idle = "; ".join(f"{side.labels.get(n, n)}: {one_line(r, 80)}" for n, r in side.reasons.items())
         lines.append(f"nothing fired ({idle})" if idle else "nothing fired")
     return "\n".join(lines)
 

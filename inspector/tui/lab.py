@@ -73,6 +73,17 @@ def save_policy(policy: Policy, path: str) -> Path:
     return target
 
 
+def layer_label(name: str, policy: Policy) -> str:
+    """A layer's label, as the main screen's columns say it ("tool output clear"); its name where
+    it has none."""
+    factory = LAYER_FACTORIES.get(name)
+    try:
+        label = getattr(factory(policy, None), "label", None) if factory is not None else None
+    except Exception:  # a layer that cannot be built without its summarizer: its name will do
+        label = None
+    return label if isinstance(label, str) else name
+
+
 def _optional_int(text: str, what: str) -> int | None:
     raw = text.strip().replace(",", "").replace("_", "")
     if raw in ("", "auto"):
@@ -126,7 +137,7 @@ class LabScreen(ModalScreen[LabResult | None]):
                 for name in names:
                     with Horizontal(classes="lab-row"):
                         yield Switch(value=name in p.layers, id=f"layer-{name}", animate=False)
-                        yield Label(line(name), classes="lab-layer")
+                        yield Label(line(layer_label(name, p)), classes="lab-layer")
                 yield from self._field("save as", "lab-path", DEFAULT_SAVE_PATH, DEFAULT_SAVE_PATH)
             with Horizontal(id="lab-buttons"):
                 yield Button("Apply", id="lab-apply", variant="primary")

@@ -316,6 +316,8 @@ class StepView:
     whether that is over its trigger (`Replay.harness_estimate`); None: not known yet."""
     decides_as_harness: bool = False
     """The layers decided with the harness's own estimate (`Replay.decides_as_harness`)."""
+    cost: str = ""
+    """What the request cost, and the session so far ("cost $0.06 · $10.23 so far"), or why not."""
 
     def cell(self, column: int, row: int) -> Cell:
         """What `column` shows in `row`."""
@@ -480,6 +482,7 @@ def build_step_view(
     result: ShapeResult | None = None,
     harness: tuple[int, bool] | None = None,
     decides_as_harness: bool = False,
+    cost: str = "",
 ) -> StepView:
     """Lay one replayed request out as rows and columns (see the module docstring)."""
     raw = [m for m in ledger if m.id != OVERHEAD_ID]
@@ -574,6 +577,7 @@ def build_step_view(
         result=result,
         harness=harness,
         decides_as_harness=decides_as_harness,
+        cost=cost,
     )
 
 

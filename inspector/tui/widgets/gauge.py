@@ -39,14 +39,25 @@ class GaugeLine:
 def numbers(view: StepView, width: int = 1_000) -> str:
     """ "request 212/300 · context 171,204 (reported) · sent 119,880 after shaping · 85.6% of window",
     with fewer words when `width` is too narrow for them."""
-    how = "reported" if view.reported is not None and view.reported == view.context else "estimated"
+    how = (
+        "reported" if view.reported is not None and view.reported == view.context else "calibrated prediction"
+    )
     share = f"{view.context / view.window:.1%} of window" if view.window else ""
+    cost = visible(view.cost, newlines=False)  # a model's name may be the transcript's
     variants = [
         [
             f"request {view.index}/{view.total}",
             f"context {tokens(view.context)} ({how})",
             f"sent {tokens(view.sent)} after shaping",
             share,
+            cost,
+        ],
+        [
+            f"request {view.index}/{view.total}",
+            f"context {tokens(view.context)}",
+            f"sent {tokens(view.sent)}",
+            share,
+            cost,
         ],
         [
             f"request {view.index}/{view.total}",

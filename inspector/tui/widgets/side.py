@@ -40,7 +40,9 @@ def pinned_text(sources: tuple[PinnedSource, ...], context: int, width: int) -> 
         head = f"{tokens(total)} · {share:.1%}"
     out.append(head + "\n", "bold")
     weight_width = max(len(tokens(s.weight)) for s in sources)
-    room = max(6, width - 2 - 4 - (weight_width + 1) - 6)
+    # "priority 100" where the pane is wide enough for it and a name of 10 cells; else the number
+    word = "priority " if width - 2 - 13 - (weight_width + 1) - 6 >= 10 else ""
+    room = max(6, width - 2 - 4 - len(word) - (weight_width + 1) - 6)
     for i, s in enumerate(sources):
         kind = s.kind.replace("_", " ")
         name = s.name or kind
@@ -49,7 +51,7 @@ def pinned_text(sources: tuple[PinnedSource, ...], context: int, width: int) -> 
         extra = f" ({kind})" if s.name and len(name) + len(kind) + 3 <= room else ""
         shown = name if len(name) <= room else name[: room - 1] + "…"
         out.append("⚑ ", "bold")
-        out.append(f"{s.priority:>3} ", "dim")
+        out.append(f"{word}{s.priority:>3} ", "dim")
         out.append(shown)
         out.append(extra, "dim")
         out.append(" " * max(0, room - len(shown) - len(extra)))
