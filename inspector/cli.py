@@ -524,6 +524,13 @@ def _cmd_open(args: argparse.Namespace) -> int:
     named_policy = _check_options(args)  # a wrong policy, window or model: one line, before any screen
     if args.path is not None and not os.path.exists(args.path):
         raise UserError(f"no such file or folder: {args.path}")
+    if args.path is not None:
+        from inspector.formats.detect import choose
+
+        try:
+            choose(args.path, args.session)  # not a transcript, no such session: one line, first
+        except LoaderError as exc:
+            raise UserError(str(exc)) from None
     if args.sample is not None:
         from sample_sessions import SAMPLES_DIR
 

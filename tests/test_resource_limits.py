@@ -372,6 +372,9 @@ def _limit_memory() -> None:
 )
 def test_running_out_of_memory_is_one_line_and_exit_2(argv: list[str], what: str, tmp_path: Path) -> None:
     path = big_session(tmp_path / "big.jsonl")
+    # the app refuses a standard output that is no terminal before it reads anything; a driver
+    # named in the environment (as `serve` runs it) lets it read, and run out of memory reading
+    env = {**os.environ, "TEXTUAL_DRIVER": "textual.drivers.headless_driver:HeadlessDriver"}
     done = subprocess.run(
         [*CLI, *argv, str(path)],
         capture_output=True,
@@ -379,6 +382,7 @@ def test_running_out_of_memory_is_one_line_and_exit_2(argv: list[str], what: str
         timeout=120,
         stdin=subprocess.DEVNULL,
         preexec_fn=_limit_memory,
+        env=env if what == "the app" else None,
     )
     assert done.returncode == 2, done.stderr[-2000:]
     assert (

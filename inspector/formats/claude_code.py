@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -172,8 +173,9 @@ class _State:
     skipped: Counter[str] = field(default_factory=Counter)
     title: str | None = None
     session_id: str | None = None
-    broken: list[int] = field(default_factory=list)
-    """Line numbers of the lines that did not decode (`ClaudeCodeReader._salvage`)."""
+    broken: array[int] = field(default_factory=lambda: array("q"))
+    """Line numbers of the lines that did not decode (`ClaudeCodeReader._salvage`), packed: a file
+    of junk holds a million of them."""
 
 
 @dataclass
