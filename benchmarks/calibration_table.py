@@ -20,8 +20,10 @@ import sys
 import time
 from pathlib import Path
 
+import msgspec
+
 from inspector.formats import load
-from inspector.tokens.accuracy import CorpusRow, corpus_summary, file_row
+from inspector.tokens.accuracy import CorpusRow, ModeAccuracy, corpus_report, file_row
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -61,12 +63,15 @@ def render(estimator: str, rows: list[CorpusRow], seconds: float) -> str:
     cols = ("file", "n", "mode", "best med/p95/max %", "chars/4 med/p95/max %", "cl100k med/p95/max %")
     lines: list[list[str]] = []
 
-    def triple(s: tuple[float | None, float | None, float | None]) -> str:
+    def triple(s: tuple[float | None, float | None, float | None] | ModeAccuracy) -> str:
+        if isinstance(s, ModeAccuracy):
+            s = (s.median_pct, s.p95_pct, s.max_pct)
         return " / ".join(_pct(v) for v in s)
 
     for r in rows:
         lines.append([r.name, str(r.n), r.best, triple(r.best_stats), triple(r.baseline), triple(r.tiktoken)])
-    summary = corpus_summary(rows)
+    report = corpus_report(rows, estimator)
+    summary = report.summary
     lines.append(
         [
             f"summary ({len(rows)} files)",
@@ -77,6 +82,8 @@ def render(estimator: str, rows: list[CorpusRow], seconds: float) -> str:
             triple(summary["baseline_tiktoken"]),
         ]
     )
+    for kind, stats in report.kinds.items():
+        lines.append([kind, str(stats.n), "(best)", triple(stats), "", ""])
     widths = [max(len(c), *(len(line[i]) for line in lines)) for i, c in enumerate(cols)]
     out = [f"estimator {estimator} ({seconds:.1f} s)"]
     out.append("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)))
@@ -89,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.calibration_table", description=__doc__)
     ap.add_argument("--estimator", choices=ESTIMATORS, default=None, help="one estimator (default: both)")
     ap.add_argument("--json", action="store_true", help="print the rows as JSON")
-    ap.add_argument("--corpus", type=Path, default=CORPUS, help="the corpus folder (default: ../shared/corpus)")
+    ap.add_argument(
+        "--corpus", type=Path, default=CORPUS, help="the corpus folder (default: ../shared/corpus)"
+    )
     args = ap.parse_args(argv)
     if not args.corpus.exists():
         print(f"corpus not found at {args.corpus}", file=sys.stderr)
@@ -98,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     for est in (args.estimator,) if args.estimator else ESTIMATORS:
         rows, seconds = table(est, args.corpus)
         if args.json:
-            out[est] = {"files": [r.as_dict() for r in rows], "summary": corpus_summary(rows)}
+            out[est] = msgspec.to_builtins(corpus_report(rows, est))
         else:
             print(render(est, rows, seconds))
             print()

@@ -142,3 +142,37 @@ def test_best_beats_baselines_on_every_file(estimator: str) -> None:
         if not beats and (path.name, estimator) not in KNOWN_LOSSES:
             losses.append((path.name, rep.best, best.p95_pct, best.max_pct))
     assert not losses
+
+
+def test_calibrate_several_paths_a_row_per_file_and_the_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import statistics
+
+    from inspector.cli import main
+
+    files = [
+        FA812,
+        CORPUS / "claude-code" / "pooknast-da0d9633.jsonl",
+        CORPUS / "claude-code" / "chiphuyen-ba79134d.jsonl",
+    ]
+    if not all(p.exists() for p in files):
+        pytest.skip(SKIP)
+    assert main(["calibrate", *map(str, files), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [f["name"] for f in got["files"]] == [p.name for p in files]
+    singles = [accuracy(load(p)) for p in files]
+    for row, rep in zip(got["files"], singles, strict=True):
+        assert row["best"] == rep.best and row["n"] == rep.modes[rep.best].n
+        assert row["modes"]["baseline"]["p95_pct"] == rep.modes["baseline"].p95_pct
+    for stat in ("median_pct", "p95_pct", "max_pct"):
+        want = statistics.median(getattr(r.modes[r.best], stat) for r in singles)
+        assert got["summary"]["best"][stat] == round(want, 4)
+        want = statistics.median(getattr(r.modes["baseline_tiktoken"], stat) for r in singles)
+        assert got["summary"]["baseline_tiktoken"][stat] == round(want, 4)
+    assert got["summary"]["best"]["n"] == 3
+    # the request after fa812's compaction is scored apart, pooled over the files
+    assert got["kinds"]["after compaction"]["n"] == 1
+    assert main(["calibrate", *map(str, files)]) == 0
+    out = capsys.readouterr().out
+    assert "summary (3 files)" in out and "after compaction" in out
+    assert all(p.name[:20] in out.replace("\n", "") or p.name[:15] in out for p in files)

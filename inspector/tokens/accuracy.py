@@ -189,19 +189,24 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
     }
     return AccuracyReport(estimator=estimator.name, modes=modes, best=best, requests=rows, kinds=kind_stats)
 
+
 def _triple(s: ModeAccuracy) -> tuple[float | None, float | None, float | None]:
     return (s.median_pct, s.p95_pct, s.max_pct)
 
 
 class CorpusRow(Struct, kw_only=True):
-    """One file's row of a corpus table: the best mode's errors and both baselines'."""
+    """One file's row of a corpus table: every mode's errors on its usual requests, and the best
+    mode's on each kind of request kept apart (`KINDS`)."""
 
     name: str
     estimator: str
     n: int
-    """Requests scored (the same for every mode)."""
+    """Usual requests scored (the same for every mode)."""
     best: str
     modes: dict[str, ModeAccuracy] = field(default_factory=dict)
+    kinds: dict[str, ModeAccuracy] = field(default_factory=dict)
+    kind_errors: dict[str, list[float]] = field(default_factory=dict)
+    """The best mode's error on each request of each kind (for pooling over files)."""
 
     @property
     def best_stats(self) -> tuple[float | None, float | None, float | None]:
@@ -216,11 +221,29 @@ class CorpusRow(Struct, kw_only=True):
         return _triple(self.modes["baseline_tiktoken"])
 
     def as_dict(self) -> dict[str, object]:
-        out: dict[str, object] = {"name": self.name, "estimator": self.estimator, "n": self.n, "best": self.best}
+        out: dict[str, object] = {
+            "name": self.name,
+            "estimator": self.estimator,
+            "n": self.n,
+            "best": self.best,
+        }
         for key in ("best_mode", *BASELINES):
             stats = self.modes[self.best if key == "best_mode" else key]
             out[key] = {"median_pct": stats.median_pct, "p95_pct": stats.p95_pct, "max_pct": stats.max_pct}
         return out
+
+
+class CorpusReport(Struct, kw_only=True):
+    """`calibrate` over several files: a row per file and the summary row."""
+
+    estimator: str
+    files: list[CorpusRow] = field(default_factory=list)
+    summary: dict[str, ModeAccuracy] = field(default_factory=dict)
+    """"best" (each file's best mode) and each baseline: the median over files of each file's
+    median, p95 and max (`n`: the files)."""
+    kinds: dict[str, ModeAccuracy] = field(default_factory=dict)
+    """Per kind of request kept apart: the best mode's errors on every such request of every file,
+    pooled (`n`: the requests)."""
 
 
 def file_row(transcript: Transcript, estimator_name: str = "heuristic", name: str = "") -> CorpusRow:
@@ -229,25 +252,46 @@ def file_row(transcript: Transcript, estimator_name: str = "heuristic", name: st
 
 
 def row_of(report: AccuracyReport, name: str) -> CorpusRow:
+    best = report.best
+    kind_errors: dict[str, list[float]] = {}
+    for r in report.requests:
+        if r.after is not None and best in r.error_pct:
+            kind_errors.setdefault(r.after, []).append(r.error_pct[best])
     return CorpusRow(
         name=name,
         estimator=report.estimator,
-        n=report.modes[report.best].n,
-        best=report.best,
+        n=report.modes[best].n,
+        best=best,
         modes=dict(report.modes),
+        kinds={kind: stats[best] for kind, stats in report.kinds.items() if best in stats},
+        kind_errors=kind_errors,
     )
 
 
-def corpus_summary(rows: list[CorpusRow]) -> dict[str, tuple[float | None, float | None, float | None]]:
-    """The summary row: per column (best mode, each baseline), the median over files of each
-    file's median, p95 and max (files with no scored request left out)."""
-    out: dict[str, tuple[float | None, float | None, float | None]] = {}
+def corpus_summary(rows: list[CorpusRow]) -> dict[str, ModeAccuracy]:
+    """The summary row: per column (each file's best mode, each baseline), the median over files
+    of each file's median, p95 and max (files with no scored request left out)."""
+    out: dict[str, ModeAccuracy] = {}
     for key in ("best", *BASELINES):
         stats = [r.modes[r.best] if key == "best" else r.modes[key] for r in rows]
         cols: list[float | None] = []
         for attr in ("median_pct", "p95_pct", "max_pct"):
             vals = [v for s in stats if (v := getattr(s, attr)) is not None]
             cols.append(round(statistics.median(vals), 4) if vals else None)
-        out[key] = (cols[0], cols[1], cols[2])
+        out[key] = ModeAccuracy(
+            median_pct=cols[0], p95_pct=cols[1], max_pct=cols[2], n=sum(1 for s in stats if s.n)
+        )
     return out
 
+
+def corpus_report(rows: list[CorpusRow], estimator: str) -> CorpusReport:
+    pooled: dict[str, list[float]] = {}
+    for r in rows:
+        for kind, errs in r.kind_errors.items():
+            pooled.setdefault(kind, []).extend(errs)
+    return CorpusReport(
+        estimator=estimator,
+        files=rows,
+        summary=corpus_summary(rows),
+        kinds={kind: _stats(pooled[kind], 0) for kind in KINDS if kind in pooled},
+    )
