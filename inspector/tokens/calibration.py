@@ -194,6 +194,9 @@ UNSEEN_MEAN = 300.0
 tokens: a difference is taken to hold some with probability `UNSEEN_SHARE`, of about
 `UNSEEN_MEAN` tokens (exponential). A report above the prediction is learned from with the
 probability that it holds none (so the model predicts the usual request, not the average one)."""
+STRIP_PRIOR = (0.5, 1000.0)
+"""(share, weight in tokens): what a new user turn takes off of earlier turns' reasoning, before
+a session's turn boundaries tell (`_DeltaRun.strip_share`)."""
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 RATIO_BOUNDS = (0.2, 6.0)
 KIND_NAMES = frozenset(k.value for k in Kind) | {"out_text", "out_thinking", "out_call"}
@@ -250,6 +253,18 @@ _FREE = (-math.inf, math.inf)
 
 _dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 """`json.dumps(value, sort_keys=True, ensure_ascii=False)`, without building an encoder per call."""
+
+
+def billed_call(block: ToolCallBlock) -> ToolCallBlock:
+    """The call as it is billed: an ExitPlanMode call whose arguments hold a `planFilePath` (Claude
+    Code 2.1: the model writes the plan to a file and calls with none) carries the plan in the
+    transcript only, for display; it is neither generated nor sent back (pooknast-da0d9633, request
+    19: the context grew 558 tokens for a 436-token response and a 467-character result, while
+    the plan in the call's input is 6,350 characters). Any other call is billed as it reads."""
+    args = block.arguments
+    if block.name == "ExitPlanMode" and type(args) is dict and "planFilePath" in args and "plan" in args:
+        return replace(block, arguments={k: v for k, v in args.items() if k != "plan"})
+    return block
 
 
 def block_text(block: ToolCallBlock) -> str:
@@ -328,7 +343,7 @@ def _texts_of(message: Message) -> list[str]:
         if isinstance(b, TextBlock | ReasoningBlock):
             out.append(b.text)
         elif isinstance(b, ToolCallBlock):
-            out.append(block_text(b))
+            out.append(block_text(billed_call(b)))
         elif isinstance(b, ToolResultBlock):
             out.append(b.content)
     return out
@@ -443,6 +458,8 @@ def _parts(
                 x[name] = get(name, 0.0) + n
         elif kind == _CALL:
             assert isinstance(b, ToolCallBlock)
+            if b.name == "ExitPlanMode":
+                b = billed_call(b)
             shape = _ascii_call(b) if thirds and call_text is None else None
             if shape is not None:
                 chars, lines = shape
@@ -1551,8 +1568,11 @@ class _DeltaRun:
         """Messages whose reasoning part was derived from a known output (not from features)."""
         self.cleared: set[str] = set()
         self.cleared_calls: set[str] = set()
-        self.score_keep = 0.0
-        self.score_strip = 0.0
+        self.strip_seen = 0.0
+        """Tokens of earlier turns' reasoning that came off at the turn boundaries so far (each
+        boundary's excess of the prediction without stripping, within what could come off)."""
+        self.strip_offered = 0.0
+        """Tokens of reasoning that could have come off at those boundaries."""
         self.outputs = _outputs(cal.transcript)
         self.learned: dict[str, int] = {}
         """Feature name -> how many learned observations held it (see `_learns`)."""
@@ -1765,13 +1785,13 @@ class _DeltaRun:
                 strippable = 0
             ov = self.overhead or 0
             keep_total = ov + self.total
-            strip_now = strippable > 0 and self.score_strip < self.score_keep
+            share = self.strip_share() if strippable > 0 else 0.0
             if self.overhead is not None:
-                step.predicted = round(keep_total - strippable) if strip_now else round(keep_total)
+                step.predicted = round(keep_total - share * strippable)
             usage = req.usage
             if usage is None:
-                if strip_now:
-                    removed += self._strip(k, strip_ids, pending, xadj)
+                if share > 0:
+                    removed += self._strip(k, strip_ids, pending, xadj, share)
                     stripped_to = human_at
                 for mid in pending:
                     cal._set(mid, k, self.cur[mid])
@@ -1780,10 +1800,12 @@ class _DeltaRun:
                 continue
             context = usage.context
             if strippable > 0:
-                self.score_keep += abs(context - keep_total)
-                self.score_strip += abs(context - (keep_total - strippable))
-                if self.score_strip < self.score_keep:
-                    removed += self._strip(k, strip_ids, pending, xadj)
+                # what came off, as far as this report tells (what was added is a prediction)
+                self.strip_seen += min(max(keep_total - context, 0.0), strippable)
+                self.strip_offered += strippable
+                share = self.strip_share()
+                if share > 0:
+                    removed += self._strip(k, strip_ids, pending, xadj, share)
                     stripped_to = human_at
             if last_report is not None and pending:
                 # `self._learns(k, x)`, without building x when it does not
@@ -1793,6 +1815,11 @@ class _DeltaRun:
                     learn = not mature.issuperset(xadj) or not all(
                         [mature.issuperset(pm.x) for pm in pending.values()]
                     )
+                if learn and k >= 2:
+                    # a request on another model than the one before (a Skill or Task on another
+                    # model): its tokenizer and system prompt differ, nothing in the text says how
+                    before_model = tr.requests[k - 2].model
+                    learn = req.model is None or before_model is None or req.model == before_model
                 if learn:
                     x = dict(xadj)
                     get = x.get
@@ -1823,7 +1850,7 @@ class _DeltaRun:
                 self.snapshot = model.snapshot()
                 self.snapshot_n = model.n
             step.model = self.snapshot
-        cal._strip_thinking = self.score_strip < self.score_keep
+        cal._strip_thinking = self.strip_share() >= 0.5
         self.state = _RunState(
             mi=mi,
             seg=seg,
@@ -1851,8 +1878,8 @@ class _DeltaRun:
         run.think_known = set(self.think_known)
         run.cleared = set(self.cleared)
         run.cleared_calls = set(self.cleared_calls)
-        run.score_keep = self.score_keep
-        run.score_strip = self.score_strip
+        run.strip_seen = self.strip_seen
+        run.strip_offered = self.strip_offered
         run.outputs = dict(self.outputs)
         for r in cal.transcript.requests[max(0, start - 1) :]:
             if r.response_id is not None and r.usage is not None:
@@ -1877,8 +1904,16 @@ class _DeltaRun:
         )
         return run
 
-    def _strip(self, k: int, ids: list[str], pending: dict[str, _Pending], xadj: Features) -> float:
-        """Drop the reasoning of `ids` from their weights.
+    def strip_share(self) -> float:
+        """The share of earlier turns' reasoning a new user turn takes off the context, learned
+        from the turn boundaries so far (`STRIP_PRIOR` until they say otherwise)."""
+        mean, weight = STRIP_PRIOR
+        return (mean * weight + self.strip_seen) / (weight + self.strip_offered)
+
+    def _strip(
+        self, k: int, ids: list[str], pending: dict[str, _Pending], xadj: Features, share: float = 1.0
+    ) -> float:
+        """Drop `share` of the reasoning of `ids` from their weights.
 
         Returns the tokens that came off as known amounts (a final response's reasoning is its
         output minus its visible blocks); reasoning that was sized by the model comes off as
@@ -1886,21 +1921,27 @@ class _DeltaRun:
         what reasoning costs.
         """
         off = 0.0
+        whole = share >= 1.0
         for mid in ids:
-            t = self.think.pop(mid, 0.0)
+            t = self.think.pop(mid, 0.0) * share
             m = self.cal.transcript.message(mid)
             p = self.cal.parts(m)
+            t_name, s_name = p.reasoning
             if mid in pending:
                 pm = pending[mid]
                 pm.cost = max(0.0, pm.cost - t)
-                t_name, s_name = p.reasoning
-                if pm.known:
+                if pm.known and whole:
                     # a final response without its reasoning: sized by its visible blocks
                     pm.known = 0.0
                     pm.x = {n: v for n, v in p.x.items() if n != t_name and n != s_name}
-                else:
+                elif pm.known:
+                    pm.known = max(0.0, pm.known - t)
+                elif whole:
                     # a new dict: `pm.x` may be the parts' own (read only)
                     pm.x = {n: v for n, v in pm.x.items() if n != t_name and n != s_name}
+                else:
+                    keep = 1.0 - share
+                    pm.x = {n: v * keep if n in (t_name, s_name) else v for n, v in pm.x.items()}
                 self._put(mid, round(pm.cost))
             else:
                 w = self.cur[mid]
@@ -1909,9 +1950,8 @@ class _DeltaRun:
                 if mid in self.think_known:
                     off += w - nw
                 else:
-                    t_name, s_name = p.reasoning
-                    _add(xadj, t_name, -p.x.get(t_name, 0.0))
-                    _add(xadj, s_name, -p.x.get(s_name, 0.0))
+                    _add(xadj, t_name, -share * p.x.get(t_name, 0.0))
+                    _add(xadj, s_name, -share * p.x.get(s_name, 0.0))
             self.think_known.discard(mid)
         return off
 
