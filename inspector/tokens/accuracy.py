@@ -34,7 +34,7 @@ import statistics
 
 from msgspec import Struct, field
 
-from inspector.model import EventKind, Transcript
+from inspector.model import EventKind, Message, Transcript
 
 from .base import serialize
 from .calibration import MODES, calibrate
@@ -295,3 +295,65 @@ def corpus_report(rows: list[CorpusRow], estimator: str) -> CorpusReport:
         summary=corpus_summary(rows),
         kinds={kind: _stats(pooled[kind], 0) for kind in KINDS if kind in pooled},
     )
+
+
+class Miss(Struct, kw_only=True):
+    """One badly predicted request and what was added to the context before it."""
+
+    request: int
+    reported: int
+    predicted: int
+    error_pct: float
+    after: str | None = None
+    added: list[str] = field(default_factory=list)
+    """One line per message added since the request before (role, blocks, tools, characters)."""
+
+
+def describe(message: Message) -> str:
+    """A message in one line: who sent it and what it holds (tool names, characters per kind)."""
+    from inspector.model import ReasoningBlock, Role, TextBlock, ToolCallBlock, ToolResultBlock
+
+    parts: list[str] = []
+    for b in message.blocks:
+        if isinstance(b, TextBlock):
+            parts.append(f"text {len(b.text):,} chars")
+        elif isinstance(b, ReasoningBlock):
+            parts.append(f"thinking {len(b.text):,} chars")
+        elif isinstance(b, ToolCallBlock):
+            parts.append(f"call {b.name}")
+        elif isinstance(b, ToolResultBlock):
+            err = " (error)" if b.is_error else ""
+            parts.append(f"result {b.tool_name or '?'} {len(b.content):,} chars{err}")
+        else:
+            parts.append(type(b).__name__.removesuffix("Block").lower())
+    who = {Role.ASSISTANT: "response", Role.USER: "user", Role.SYSTEM: "system", Role.TOOL: "tool"}[message.role]
+    if message.is_meta:
+        who += " (harness)"
+    return f"{who}: {', '.join(parts) or 'empty'}"
+
+
+def worst_requests(
+    transcript: Transcript, report: AccuracyReport, mode: str | None = None, n: int = 5
+) -> list[Miss]:
+    """The `n` requests `mode` (default: the report's best) predicts worst, worst first, each with
+    what was added before it (nothing listed after a compaction: a new ledger)."""
+    mode = mode or report.best
+    rows = sorted(
+        (r for r in report.requests if mode in r.predicted),
+        key=lambda r: (-r.error_pct[mode], r.request),
+    )[:n]
+    out = []
+    for r in rows:
+        req, prev = transcript.request(r.request), transcript.request(r.request - 1)
+        added = transcript.ledger(r.request)[prev.ledger_len :] if req.segment == prev.segment else []
+        out.append(
+            Miss(
+                request=r.request,
+                reported=r.reported,
+                predicted=r.predicted[mode],
+                error_pct=r.error_pct[mode],
+                after=r.after,
+                added=[describe(m) for m in added],
+            )
+        )
+    return out
