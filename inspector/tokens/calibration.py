@@ -148,53 +148,53 @@ PRIORS: dict[str, tuple[float, float]] = {
     # name: (prior mean, prior standard deviation)
     # what a response costs when sent back: its output (as reported, or as predicted from what it
     # shows) plus `final`; the output model predicts output tokens from the visible blocks
-    "out_text": (1.0, 0.4),
-    "out_thinking": (1.0, 0.6),
-    "out_call": (1.0, 0.4),
+    "out_text": (1.0, 0.1),
+    "out_thinking": (1.0, 0.15),
+    "out_call": (1.0, 0.1),
     "out_calls": (10.0, 40.0),  # per tool call and per argument: how the model writes a call
-    "out_call_lines": (0.0, 3.0),
+    "out_call_lines": (0.0, 0.75),
     "out_params": (5.0, 20.0),
     "out_signature": (0.0, 0.05),
     "out_blocks": (2.0, 10.0),
     "out_message": (2.0, 20.0),
     "final": (5.0, 15.0),
     # everything else: user text, tool results, harness messages
-    "text": (1.0, 0.4),
-    "thinking": (1.0, 0.6),
-    "tool_call": (1.0, 0.4),
-    "tool_result": (1.0, 0.4),
+    "text": (1.0, 0.1),
+    "thinking": (1.0, 0.15),
+    "tool_call": (1.0, 0.1),
+    "tool_result": (1.0, 0.1),
     "media": (800.0, 1500.0),
     "signature": (0.0, 0.05),
     "block": (6.0, 10.0),
     "message": (4.0, 10.0),
     "results": (10.0, 50.0),  # per tool result (its id and framing), shared by every tool
-    "tool_result_chars": (0.0, 0.08),
-    "tool_result_lines": (0.0, 1.0),
-    "tool_call_chars": (0.0, 0.08),
-    "tool_call_lines": (0.0, 3.0),
+    "tool_result_chars": (0.0, 0.02),
+    "tool_result_lines": (0.0, 0.25),
+    "tool_call_chars": (0.0, 0.02),
+    "tool_call_lines": (0.0, 0.75),
 }
 """Before any report: ratios of 1 to the base estimate, a few tokens of framing, images ~800."""
-TOOL_RATIO_PRIOR = (0.0, 0.1)
+TOOL_RATIO_PRIOR = (0.0, 0.05)
 """`result:<tool>`: how far one tool's results stray from the common ratio. Tight: a tool's
 content differs from others' by some percent, and a loose offset learned from a few small results
 extrapolates badly to the first large one."""
-TOOL_EXTRA_PRIOR = (0.0, 50.0)
+TOOL_EXTRA_PRIOR = (0.0, 200.0)
 """`results:<tool>`: tokens a tool's result costs beyond its text and the common `results`."""
 NOISE_SD = 10.0
 """Typical unexplained tokens of one difference (harness reminders, tokenizer luck)."""
-NOISE_SHARE = 0.05
+NOISE_SHARE = 0.1
 """... plus this share of the difference (tokenizer luck grows with size: on a real Claude Code
 session, single tool results cost 0.85-1.13x their heuristic estimate, 1.0-1.45x their cl100k
 one, a few percent apart within one tool)."""
 ROBUST_C = 3.0
 """Errors beyond this many standard deviations count less and less (Cauchy weights)."""
-UNSEEN_SHARE = 0.2
+UNSEEN_SHARE = 0.1
 UNSEEN_MEAN = 300.0
 """Content the transcript does not hold (a hook's output, a harness reminder) only ever adds
 tokens: a difference is taken to hold some with probability `UNSEEN_SHARE`, of about
 `UNSEEN_MEAN` tokens (exponential). A report above the prediction is learned from with the
 probability that it holds none (so the model predicts the usual request, not the average one)."""
-STRIP_PRIOR = (0.5, 1000.0)
+STRIP_PRIOR = (1.0, 1000.0)
 """(share, weight in tokens): what a new user turn takes off of earlier turns' reasoning, before
 a session's turn boundaries tell (`_DeltaRun.strip_share`)."""
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
@@ -218,7 +218,7 @@ def _is_content(name: str) -> bool:
     return name in _CONTENT or name.startswith(_OFFSETS)
 
 
-PRIOR_RATIO: dict[str, float] = {"heuristic": 0.9, "tiktoken": 1.15}
+PRIOR_RATIO: dict[str, float] = {"heuristic": 1.0, "tiktoken": 1.15}
 """Where each base estimator usually stands against Claude's tokenizer before any report: the
 heuristic counts characters/3 where text averages ~3.5 characters a token; cl100k splits ~15%
 coarser. Only a starting point: the reports correct it within a few requests."""
