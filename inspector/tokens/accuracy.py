@@ -19,6 +19,9 @@ Requests of three kinds are scored but kept out of the modes' figures, each kind
 - `after model switch`: the first request made on another model than the request before (a Skill
   or a Task on another model: another tokenizer, another system prompt; nothing in the text says
   what it costs);
+- `after prompt change`: a request that read nothing from the prompt cache although the one
+  before did, within the cache's 5-minute life: the system prompt or the tool schemas changed
+  (an MCP server came or went), and what they now hold is not in the transcript;
 - `after API error`: the first request after a failed model call (an `api_error` event): a retry
   whose cache and reminders may differ from the failed call's.
 
@@ -37,7 +40,7 @@ from msgspec import Struct, field
 from inspector.model import EventKind, Message, Transcript
 
 from .base import serialize
-from .calibration import MODES, calibrate
+from .calibration import MODES, calibrate, model_switched, prefix_changed
 
 BASELINES = ("baseline", "baseline_tiktoken")
 ALL_MODES = (*BASELINES, *MODES)
@@ -46,7 +49,8 @@ ALL_MODES = (*BASELINES, *MODES)
 AFTER_COMPACTION = "after compaction"
 AFTER_MODEL_SWITCH = "after model switch"
 AFTER_API_ERROR = "after API error"
-KINDS = (AFTER_COMPACTION, AFTER_MODEL_SWITCH, AFTER_API_ERROR)
+AFTER_PROMPT_CHANGE = "after prompt change"
+KINDS = (AFTER_COMPACTION, AFTER_MODEL_SWITCH, AFTER_PROMPT_CHANGE, AFTER_API_ERROR)
 """The kinds of request scored in rows of their own (in order of precedence)."""
 
 
@@ -106,8 +110,10 @@ def request_kinds(transcript: Transcript) -> dict[int, str]:
     for prev, req in itertools.pairwise(transcript.requests):
         if req.segment != prev.segment:
             out[req.index] = AFTER_COMPACTION
-        elif req.model is not None and prev.model is not None and req.model != prev.model:
+        elif model_switched(prev, req):
             out[req.index] = AFTER_MODEL_SWITCH
+        elif prefix_changed(prev, req):
+            out[req.index] = AFTER_PROMPT_CHANGE
         elif req.index in errors:
             out[req.index] = AFTER_API_ERROR
     return out

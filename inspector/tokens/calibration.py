@@ -71,6 +71,7 @@ import math
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from functools import lru_cache
 from operator import itemgetter, mul
@@ -253,6 +254,36 @@ _FREE = (-math.inf, math.inf)
 
 _dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 """`json.dumps(value, sort_keys=True, ensure_ascii=False)`, without building an encoder per call."""
+
+
+CACHE_LIFE_S = 300.0
+"""Anthropic's prompt cache keeps a prefix 5 minutes after its last use (the provider's default)."""
+
+
+def _seconds(stamp: str | None) -> float | None:
+    if not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def model_switched(before: Request, req: Request) -> bool:
+    """`req` ran on another model than the request before (a Skill or a Task on another model)."""
+    return req.model is not None and before.model is not None and req.model != before.model
+
+
+def prefix_changed(before: Request, req: Request) -> bool:
+    """`req` read nothing from the cache although the request before did, within the cache's life
+    (`CACHE_LIFE_S`): the prompt's prefix changed (the system prompt or the tool schemas: an MCP
+    server came or went, as after `/mcp` at patternstack-263940d8 request 25, 267 s after the one
+    before). What the prefix now holds is not in the transcript."""
+    u, b = req.usage, before.usage
+    if u is None or b is None or u.cache_read or not b.cache_read:
+        return False
+    t, t0 = _seconds(req.timestamp), _seconds(before.timestamp)
+    return t is not None and t0 is not None and 0 <= t - t0 < CACHE_LIFE_S
 
 
 def billed_call(block: ToolCallBlock) -> ToolCallBlock:
@@ -1817,9 +1848,10 @@ class _DeltaRun:
                     )
                 if learn and k >= 2:
                     # a request on another model than the one before (a Skill or Task on another
-                    # model): its tokenizer and system prompt differ, nothing in the text says how
-                    before_model = tr.requests[k - 2].model
-                    learn = req.model is None or before_model is None or req.model == before_model
+                    # model: its tokenizer and system prompt differ), or whose prompt prefix
+                    # changed: nothing in the text says what it costs
+                    before_req = tr.requests[k - 2]
+                    learn = not model_switched(before_req, req) and not prefix_changed(before_req, req)
                 if learn:
                     x = dict(xadj)
                     get = x.get
