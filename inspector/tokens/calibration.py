@@ -76,7 +76,7 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   (each held-out file scored with the setting chosen on the others: median of per-file max 3.0% ->
   1.7%). The tight kind-ratio sds (0.1) come from there: one session's first small results moved
   the ratio by a third and then mis-sized its first large Read (conneroisu-b9712494 request 5:
-  19.6% off, 4.6% now).
+  19.6% off before, 1.3% now).
 - Reasoning a new user turn takes off: a share learned from the session's turn boundaries
   (`_DeltaRun.strip_share`), not all or nothing: sonnet-4/4.5 and haiku-4.5 sessions (lroystack,
   thomasjmcgovern, applabnl, fasthooks) lose most of it, opus-4-6 and opus-4-1 ones (spotter,
