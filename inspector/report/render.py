@@ -13,7 +13,7 @@ from .summary import Report, load_issues_title
 
 if TYPE_CHECKING:
     from inspector.live.discovery import SessionInfo
-    from inspector.tokens.accuracy import AccuracyReport
+    from inspector.tokens.accuracy import AccuracyReport, CorpusReport, ModeAccuracy
 
 
 def _n(v: int | None) -> str:
@@ -94,7 +94,11 @@ def render_report(report: Report) -> RenderableType:
             if e.detail:
                 what += ": " + e.detail
             pre = _n(e.pre_tokens)
-            if e.pre_tokens is None and e.kind == "compaction" and 0 < e.after_request <= len(report.requests):
+            if (
+                e.pre_tokens is None
+                and e.kind == "compaction"
+                and 0 < e.after_request <= len(report.requests)
+            ):
                 # not recorded (an old-style compaction): the last request's context, said to be inferred
                 pre = f"{report.requests[e.after_request - 1].context_tokens:,} (inferred)"
             ev.add_row(
@@ -293,8 +297,17 @@ def _pct(v: float | None) -> str:
     return "—" if v is None else f"{v:.3f}%"
 
 
+_HOW = {
+    "baseline": "last report + chars/4 of what was added",
+    "baseline_tiktoken": "last report + tiktoken of what was added",
+    "proportional": "weights apportioned from each report",
+    "delta": "each report's difference put on what was added",
+}
+
+
 def print_accuracy(result: AccuracyReport, mode: str | None = None, console: Console | None = None) -> None:
-    """The calibration accuracy table: each mode's median, p95 and max absolute error."""
+    """The calibration accuracy table: each mode's median, p95 and max absolute error, then each
+    kind of request scored apart (after a compaction, a model switch, an API error)."""
     table = Table(
         title=f"Predicting each request's input before its report ({result.estimator} estimator)",
         title_justify="left",
@@ -304,12 +317,6 @@ def print_accuracy(result: AccuracyReport, mode: str | None = None, console: Con
         table.add_column(col, justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
     table.add_column("how it predicts", style="dim")
-    how = {
-        "baseline": "last report + chars/4 of what was added",
-        "baseline_tiktoken": "last report + tiktoken of what was added",
-        "proportional": "weights apportioned from each report",
-        "delta": "each report's difference put on what was added",
-    }
     for key, stats in result.modes.items():
         table.add_row(
             key,
@@ -318,20 +325,83 @@ def print_accuracy(result: AccuracyReport, mode: str | None = None, console: Con
             _pct(stats.max_pct),
             str(stats.n),
             Text("best", style="bold green") if key == result.best else "",
-            how.get(key, ""),
+            _HOW.get(key, ""),
         )
     parts: list[RenderableType] = [table]
+    if result.kinds:
+        kinds = Table(
+            title="Requests scored apart (not in the figures above)",
+            title_justify="left",
+        )
+        kinds.add_column("requests", no_wrap=True)
+        kinds.add_column("mode", no_wrap=True)
+        for col in ("median", "p95", "max", "n"):
+            kinds.add_column(col, justify="right", no_wrap=True)
+        for kind, by_mode in result.kinds.items():
+            for key, stats in by_mode.items():
+                kinds.add_row(
+                    kind, key, _pct(stats.median_pct), _pct(stats.p95_pct), _pct(stats.max_pct), str(stats.n)
+                )
+        parts.append(kinds)
     if mode is not None:
         rows = Table(title=f"Per request ({mode})", title_justify="left")
-        for col in ("request", "reported", "predicted", "error"):
+        for col in ("request", "reported", "predicted", "error", "after"):
             rows.add_column(col, justify="right")
         for r in result.requests:
             if mode in r.predicted:
                 rows.add_row(
-                    str(r.request), f"{r.reported:,}", f"{r.predicted[mode]:,}", _pct(r.error_pct.get(mode))
+                    str(r.request),
+                    f"{r.reported:,}",
+                    f"{r.predicted[mode]:,}",
+                    _pct(r.error_pct.get(mode)),
+                    r.after or "",
                 )
         parts.append(rows)
     (console or Console()).print(Group(*parts))
+
+
+_STATS = "median\np95\nmax"
+
+
+def print_corpus_accuracy(result: CorpusReport, console: Console | None = None) -> None:
+    """`calibrate` over several files: a row per file (its best mode and both baselines), the
+    summary row (median over files of each file's median, p95 and max), then each kind of request
+    scored apart, pooled over the files."""
+    table = Table(
+        title=f"Predicting each request's input before its report ({result.estimator} estimator)",
+        title_justify="left",
+    )
+    table.add_column("file", overflow="fold")
+    table.add_column("requests", justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True, style="dim")
+    for what in ("best mode", "chars/4", "tiktoken"):
+        table.add_column(what, justify="right", no_wrap=True)
+
+    def cell(stats: ModeAccuracy) -> str:
+        return "\n".join(_pct(v) for v in (stats.median_pct, stats.p95_pct, stats.max_pct))
+
+    for row in result.files:
+        table.add_row(
+            Text(visible(row.name, newlines=False)),
+            f"{row.n}\n{row.best}",
+            _STATS,
+            cell(row.modes[row.best]),
+            cell(row.modes["baseline"]),
+            cell(row.modes["baseline_tiktoken"]),
+        )
+    s = result.summary
+    table.add_row(
+        Text(f"summary ({len(result.files)} files)", style="bold"),
+        str(sum(r.n for r in result.files)),
+        _STATS,
+        cell(s["best"]),
+        cell(s["baseline"]),
+        cell(s["baseline_tiktoken"]),
+        end_section=True,
+    )
+    for kind, stats in result.kinds.items():
+        table.add_row(Text(kind, style="dim"), str(stats.n), _STATS, cell(stats), "", "")
+    (console or Console()).print(table)
 
 
 def _size(n: int) -> str:
