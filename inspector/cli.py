@@ -208,7 +208,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_shaping_options(r)
 
     c = _command(sub, "calibrate", "how well calibrated weights predict what the provider billed")
-    c.add_argument("path", help=PATH_HELP)
+    c.add_argument("path", nargs="+", help=PATH_HELP + " (several: a row per file and a summary row)")
     _add_session_option(c)
     c.add_argument(
         "--estimator",
@@ -618,23 +618,36 @@ def _require_terminal(path: str | None) -> None:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from inspector.report.render import print_accuracy
-    from inspector.tokens.accuracy import accuracy
+    from inspector.report.render import print_accuracy, print_corpus_accuracy
+    from inspector.tokens.accuracy import AccuracyReport, accuracy, corpus_report, row_of
 
-    transcript = _load(args.path, args.session)
-    if not any(r.usage for r in transcript.requests):
-        raise UserError(f"{args.path} records no token usage: there is nothing to calibrate against")
-    result = accuracy(transcript, args.estimator)
-    if not result.requests:
-        reported = sum(1 for r in transcript.requests if r.usage)
-        raise UserError(
-            f"{args.path} records token usage for {reported} request{'' if reported == 1 else 's'}: "
-            "there is no request to predict (one report to learn from, a later one to predict)"
-        )
+    def measured(path: str) -> AccuracyReport:
+        transcript = _load(path, args.session)
+        if not any(r.usage for r in transcript.requests):
+            raise UserError(f"{path} records no token usage: there is nothing to calibrate against")
+        result = accuracy(transcript, args.estimator)
+        if not result.requests:
+            reported = sum(1 for r in transcript.requests if r.usage)
+            raise UserError(
+                f"{path} records token usage for {reported} request{'' if reported == 1 else 's'}: "
+                "there is no request to predict (one report to learn from, a later one to predict)"
+            )
+        return result
+
+    paths: list[str] = args.path
+    if len(paths) == 1:
+        result = measured(paths[0])
+        if args.json:
+            sys.stdout.write(json_text(result) + "\n")
+        else:
+            print_accuracy(result, mode=args.mode)
+        return 0
+    rows = [row_of(measured(p), os.path.basename(os.path.normpath(p))) for p in paths]
+    corpus = corpus_report(rows, rows[0].estimator)
     if args.json:
-        sys.stdout.write(json_text(result) + "\n")
+        sys.stdout.write(json_text(corpus) + "\n")
     else:
-        print_accuracy(result, mode=args.mode)
+        print_corpus_accuracy(corpus)
     return 0
 
 

@@ -113,18 +113,20 @@ def test_compare_on_a_small_session() -> None:
     t = small()
     assert [m.id for m in t.ledger(8)][:5] == ["u1", "a2", "r2", "a3", "r3"]
     a = Replay.open(t, "no_history_compaction", 200_000)
-    b = a.with_settings("opencollab", 45_000)  # trigger 12,000, target 9,000, 2 results kept
+    b = a.with_settings("opencollab", 46_000)  # trigger 13,000, target 9,750, 2 results kept
     c = compare(a, b, 8)
     assert c.a.fired == ["per_tool_budget"] and c.a.truncated == ["r2"]
     assert c.a.counts == {"removed": 0, "summarized": 0, "cleared": 0, "truncated": 1, "added": 0}
-    assert (c.b.trigger, c.b.target, b.budget.results_kept) == (12_000, 9_000, 2)
+    assert (c.b.trigger, c.b.target, b.budget.results_kept) == (13_000, 9_750, 2)
     assert c.b.fired == ["per_tool_budget", "tool_output_clear"]
-    # clearing the 5 oldest results (all but the 2 most recent) is enough: the cleared
-    # placeholders cost little, so the view drops under the trigger and snip has nothing to do
+    # clearing the 5 oldest results (all but the 2 most recent) is enough: a cleared placeholder
+    # keeps only the framing this session's reports give each Read result (304 tokens: a
+    # 2,000-character result costs ~490, the 30,000-character one 1,900), so the view drops
+    # under the trigger and snip has nothing to do
     assert c.b.reasons["tool_output_clear"] == (
-        "estimate 14,123 > trigger 12,000; cleared 5 older compactable results, kept the 2 most recent"
+        "estimate 14,855 > trigger 13,000; cleared 5 older compactable results, kept the 2 most recent"
     )
-    assert c.b.reasons["old_history_snip"] == "11,286 under trigger 12,000"
+    assert c.b.reasons["old_history_snip"] == "12,705 under trigger 13,000"
     # r2 was truncated by the budget and then cleared: the last change wins
     assert c.b.cleared == ["r2", "r3", "r4", "r5", "r6"] and c.b.removed == c.b.truncated == []
     assert c.b.counts == {"removed": 0, "summarized": 0, "cleared": 5, "truncated": 0, "added": 0}
@@ -132,13 +134,13 @@ def test_compare_on_a_small_session() -> None:
     assert c.only_in_a == c.only_in_b == []
     assert c.kept_only_by_a == ["r3", "r4", "r5", "r6"] and c.kept_only_by_b == []
     assert c.a.input_tokens == c.b.input_tokens == 15_000
-    assert (c.a.sent_tokens, c.b.sent_tokens) == (14_123, 11_286)
-    assert c.sent_difference == c.a.sent_tokens - c.b.sent_tokens == 2_837
-    # a slightly smaller window (trigger 11,000): clearing is not enough, snip then removes those
+    assert (c.a.sent_tokens, c.b.sent_tokens) == (14_855, 12_705)
+    assert c.sent_difference == c.a.sent_tokens - c.b.sent_tokens == 2_150
+    # a slightly smaller window (trigger 12,000): clearing is not enough, snip then removes those
     # exchanges, keeping each assistant message's text; where a result was cleared and then
     # removed, removed wins
-    d = compare(a, a.with_settings("opencollab", 44_000), 8)
-    assert (d.b.trigger, d.b.target) == (11_000, 8_250)
+    d = compare(a, a.with_settings("opencollab", 45_000), 8)
+    assert (d.b.trigger, d.b.target) == (12_000, 9_000)
     assert d.b.fired == ["per_tool_budget", "tool_output_clear", "old_history_snip"]
     assert d.b.removed == ["r2", "r3", "r4", "r5", "r6"] and d.b.cleared == []
     assert d.b.truncated == ["a2", "a3", "a4", "a5", "a6"]
@@ -147,7 +149,7 @@ def test_compare_on_a_small_session() -> None:
     assert d.kept_only_by_a == ["a2", "a3", "r3", "a4", "r4", "a5", "r5", "a6", "r6"]
     assert d.kept_only_by_b == []
     assert d.b.reasons["old_history_snip"] == (
-        "estimate 11,286 > trigger 11,000; removed 5 tool exchanges, estimate 10,725 still over target 8,250"
+        "estimate 12,705 > trigger 12,000; removed 5 tool exchanges, estimate 10,730 still over target 9,000"
     )
 
 

@@ -61,19 +61,19 @@ def test_a_the_per_tool_budget_alone_keeps_the_view_under_the_trigger() -> None:
     for k in range(1, 10):
         assert set(fired(replay, k)) <= {"per_tool_budget"}
     budget = layer(replay, 3, "per_tool_budget")
-    assert (budget.tokens_before, budget.tokens_after, budget.truncated) == (25_755, 19_811, 1)
+    assert (budget.tokens_before, budget.tokens_after, budget.truncated) == (25_755, 20_169, 1)
     assert budget.decisions[0].reason == (
         "tool result of 37,485 chars over the 16,000-char tool result budget; 21,592 chars dropped, the head kept"
     )
     # request 6: the verbose test run is cut too; the ledger is over the trigger, the view is not
     r6 = replay.step(6).result
-    assert (r6.input_tokens, r6.sent_tokens) == (34_535, 24_950)
+    assert (r6.input_tokens, r6.sent_tokens) == (34_535, 25_386)
     assert r6.input_tokens > replay.budget.trigger >= r6.sent_tokens
     assert layer(replay, 6, "per_tool_budget").truncated == 2
-    assert layer(replay, 6, "tool_output_clear").reason == "24,950 under trigger 27,000"
+    assert layer(replay, 6, "tool_output_clear").reason == "25,386 under trigger 27,000"
     over = [k for k in range(1, 10) if replay.step(k).result.input_tokens > replay.budget.trigger]
     assert over == [6, 7, 8, 9]
-    assert (replay.step(9).result.input_tokens, replay.step(9).result.sent_tokens) == (36_090, 26_510)
+    assert (replay.step(9).result.input_tokens, replay.step(9).result.sent_tokens) == (36_090, 26_942)
     assert [s.request for s in stops("budget-alone")] == [3, 6, 9]
     assert "0 requests needed a reactive layer" in stop_at("budget-alone", 9)[0]
 
@@ -88,13 +88,13 @@ def test_b_tool_output_clear_alone_brings_the_view_under_the_trigger() -> None:
     assert fired(replay, 13) == ()
     assert replay.step(13).result.sent_tokens == 26_092
     clear = layer(replay, 14, "tool_output_clear")
-    assert (clear.tokens_before, clear.tokens_after, clear.cleared) == (27_296, 20_628, 8)
+    assert (clear.tokens_before, clear.tokens_after, clear.cleared) == (27_296, 20_599, 8)
     assert clear.tokens_before > replay.budget.trigger >= clear.tokens_after
     kept = [d for d in clear.decisions if d.action is Action.KEPT_RECENT]
     assert len(kept) == replay.budget.results_kept == 5
-    assert layer(replay, 14, "old_history_snip").reason == "20,628 under trigger 27,000"
+    assert layer(replay, 14, "old_history_snip").reason == "20,599 under trigger 27,000"
     last = layer(replay, 16, "tool_output_clear")
-    assert (last.tokens_before, last.tokens_after, last.cleared) == (28_574, 20_999, 10)
+    assert (last.tokens_before, last.tokens_after, last.cleared) == (28_574, 20_964, 10)
     assert [s.request for s in stops("clear-suffices")] == [13, 14, 16]
 
 
@@ -109,12 +109,12 @@ def test_c_clear_is_not_enough_and_snip_removes_exchanges_to_the_target() -> Non
     # 14: clear alone is enough
     assert fired(replay, 14) == ("tool_output_clear",)
     clear14 = layer(replay, 14, "tool_output_clear")
-    assert (clear14.tokens_before, clear14.tokens_after) == (27_436, 25_767)
+    assert (clear14.tokens_before, clear14.tokens_after) == (27_436, 25_765)
     # 16: clear leaves it over the trigger; snip removes whole exchanges down to the target
     clear, snip = layer(replay, 16, "tool_output_clear"), layer(replay, 16, "old_history_snip")
-    assert (clear.tokens_before, clear.tokens_after) == (29_705, 28_035)
+    assert (clear.tokens_before, clear.tokens_after) == (29_705, 28_034)
     assert clear.tokens_after > replay.budget.trigger
-    assert (snip.tokens_before, snip.tokens_after, snip.removed, snip.truncated) == (28_035, 19_983, 9, 9)
+    assert (snip.tokens_before, snip.tokens_after, snip.removed, snip.truncated) == (28_034, 19_987, 9, 9)
     assert snip.tokens_after <= replay.budget.target == 20_250
     removed = {d.message_id for d in snip.decisions if d.action is Action.REMOVED}
     view = replay.step(16).result.final
@@ -123,7 +123,7 @@ def test_c_clear_is_not_enough_and_snip_removes_exchanges_to_the_target() -> Non
     calls = {c.id for m in view for c in m.tool_calls}
     results = {b.call_id for m in view for b in m.blocks if isinstance(b, ToolResultBlock)}
     assert calls == results
-    assert layer(replay, 16, "auto_compact").reason == "19,983 under trigger 27,000"
+    assert layer(replay, 16, "auto_compact").reason == "19,987 under trigger 27,000"
     assert [s.request for s in stops("snip-needed")] == [14, 16]
 
 
@@ -137,12 +137,12 @@ def test_d_auto_compact_is_the_last_resort_and_the_pinned_task_survives() -> Non
     assert requests_where(replay, "tool_output_clear") == []
     # 17-19: snip alone gets under the trigger (not to the target)
     snip17 = layer(replay, 17, "old_history_snip")
-    assert (snip17.tokens_before, snip17.tokens_after, snip17.removed) == (27_447, 25_134, 3)
+    assert (snip17.tokens_before, snip17.tokens_after, snip17.removed) == (27_447, 25_142, 3)
     # 20: snip stays over the trigger, auto compact folds one stretch into a summary
     snip, compact = layer(replay, 20, "old_history_snip"), layer(replay, 20, "auto_compact")
-    assert (snip.tokens_before, snip.tokens_after) == (29_796, 27_481)
+    assert (snip.tokens_before, snip.tokens_after) == (29_796, 27_491)
     assert snip.tokens_after > replay.budget.trigger
-    assert (compact.tokens_before, compact.tokens_after, compact.summarized) == (27_481, 18_510, 25)
+    assert (compact.tokens_before, compact.tokens_after, compact.summarized) == (27_491, 18_565, 25)
     assert compact.tokens_after <= replay.budget.target
     view = replay.step(20).result.final
     summaries = [m for m in view if m.is_summary]
@@ -220,16 +220,16 @@ def test_e_forced_mode_on_the_ledger_of_the_rejected_call_does_not_fit() -> None
     assert last.text.startswith("That log is too big") and last.id not in {m.id for m in ledger}
     assert (rec.request, rec.call_after) == (5, 5)
     assert (rec.ledger_tokens, rec.tokens_before, rec.tokens_after, rec.limit) == (
-        66_632,
-        65_050,
-        65_050,
+        72_159,
+        70_577,
+        70_577,
         60_000,
     )
     assert not rec.fits and rec.freed == 0
     assert rec.fired == ["old_history_snip"]
     assert (rec.removed, rec.cleared, rec.summarized) == (2, 0, 0)
-    assert (rec.pinned_tokens, rec.recent_tokens) == (15_018, 50_001)
-    assert rec.largest_tokens == 49_721 and rec.largest_id == paste.id
+    assert (rec.pinned_tokens, rec.recent_tokens) == (15_018, 55_528)
+    assert rec.largest_tokens == 55_245 and rec.largest_id == paste.id
     assert rec.message_ids[0] == "overhead" and rec.message_ids[-1] == paste.id
     assert [m.id for m in rec.view] == rec.message_ids
     # the normal pipeline on the same ledger fired the same layer and sent as much: over the
@@ -244,7 +244,7 @@ def test_e_forced_mode_frees_more_than_the_normal_pipeline_between_target_and_tr
     replay = open_scenario("clear-suffices")
     assert replay.step(13).result.fired == ()
     rec = overflow_recovery(replay, 13)
-    assert (rec.tokens_before, rec.tokens_after) == (26_092, 20_167)
+    assert (rec.tokens_before, rec.tokens_after) == (26_092, 20_143)
     assert rec.tokens_after <= replay.budget.target < rec.tokens_before <= replay.budget.trigger
     assert rec.fired == ["tool_output_clear"] and rec.cleared == 7 and rec.fits
     assert rec.call_after is None
@@ -268,9 +268,9 @@ def test_e_one_retry_then_a_graceful_stop_with_its_reason() -> None:
     assert inc.error == "Prompt is too long"
     assert inc.reason == (
         "context overflow: the call after request 5 was rejected as too long; forced mode could free nothing "
-        "beyond what the pipeline had already done (65,050 tokens), still over the 60,000-token window, and the "
+        "beyond what the pipeline had already done (70,577 tokens), still over the 60,000-token window, and the "
         "single retry (the next call, no request between) was rejected too, so the run stopped: 15,018 tokens "
-        "are pinned and 50,001 sit in the last 4 groups, which no layer removes"
+        "are pinned and 55,528 sit in the last 4 groups, which no layer removes"
     )
     found = stops("overflow-stop")
     assert [(s.request, s.title) for s in found] == [
@@ -279,11 +279,11 @@ def test_e_one_retry_then_a_graceful_stop_with_its_reason() -> None:
         (5, "One retry, then a graceful stop"),
     ]
     assert found[0].narration.startswith("The session is small: 16,858 tokens sent at request 5")
-    assert "165,708 characters, 49,721 tokens." in found[0].narration
+    assert "165,708 characters, 55,245 tokens." in found[0].narration
     assert (
         'the provider answers "Prompt is too long": it never becomes a request (the transcript records it as '
-        "an API error after request 5, with no usage). Its ledger holds 66,632 tokens; the pipeline fired "
-        "(old history snip 66,632 -> 65,050) and the view is still 65,050, over the 60,000-token window."
+        "an API error after request 5, with no usage). Its ledger holds 72,159 tokens; the pipeline fired "
+        "(old history snip 72,159 -> 70,577) and the view is still 70,577, over the 60,000-token window."
     ) in found[1].narration
     assert found[2].narration.startswith(
         "The harness retries once with the forced view (the next call). It is rejected again, a second API "
@@ -389,11 +389,11 @@ def test_f_a_small_window_keeps_two_groups_and_two_results() -> None:
         clear = layer(replay, k, "tool_output_clear")
         assert sum(d.action is Action.KEPT_RECENT for d in clear.decisions) == 2
     clear4 = layer(replay, 4, "tool_output_clear")
-    assert (clear4.tokens_before, clear4.tokens_after, clear4.cleared) == (16_694, 16_330, 1)
+    assert (clear4.tokens_before, clear4.tokens_after, clear4.cleared) == (16_694, 16_308, 1)
     # snip never touches the last 2 groups and removes every removable exchange before them
     assert requests_where(replay, "old_history_snip") == list(range(4, 10))
     snip9 = layer(replay, 9, "old_history_snip")
-    assert (snip9.tokens_before, snip9.tokens_after, snip9.removed) == (17_000, 16_339, 6)
+    assert (snip9.tokens_before, snip9.tokens_after, snip9.removed) == (16_992, 16_334, 6)
     assert snip9.reason.endswith("still over target 1,875")
     recent = {d.message_id for d in snip9.decisions if d.action is Action.KEPT_RECENT}
     assert recent == {m.id for m in replay.step(9).ledger[-len(recent) :]}
@@ -401,7 +401,7 @@ def test_f_a_small_window_keeps_two_groups_and_two_results() -> None:
         d.reason for d in snip9.decisions if d.action is Action.KEPT_RECENT
     }
     # the overhead alone is over this trigger
-    assert replay.step(1).weights["overhead"] == 14_457 > b.trigger
+    assert replay.step(1).weights["overhead"] == 14_397 > b.trigger
     assert [s.request for s in stops("small-window")] == [1, 4, 9]
 
 
@@ -420,12 +420,12 @@ def test_g_target_at_the_trigger_storms_and_the_default_target_does_not() -> Non
     assert hot.storms() == [[19, 21, 24, 27, 28, 29, 31, 32]]
     assert calm.storms() == []
     # the first compaction: the same crossing, two different landings
-    assert (hot.step(15).input_tokens, hot.step(15).sent_tokens) == (27_285, 25_837)
-    assert (calm.step(15).input_tokens, calm.step(15).sent_tokens) == (27_285, 19_930)
+    assert (hot.step(15).input_tokens, hot.step(15).sent_tokens) == (27_285, 25_838)
+    assert (calm.step(15).input_tokens, calm.step(15).sent_tokens) == (27_285, 19_939)
     assert calm.step(15).sent_tokens <= calm.target < hot.step(15).sent_tokens <= hot.target
     # four requests later: the hot run is over the trigger again, the calm one far under it
-    assert (hot.step(19).input_tokens, hot.step(19).sent_tokens) == (27_807, 26_179)
-    assert calm.step(19).input_tokens == 21_901 and not calm.step(19).compacted
+    assert (hot.step(19).input_tokens, hot.step(19).sent_tokens) == (27_808, 26_181)
+    assert calm.step(19).input_tokens == 21_909 and not calm.step(19).compacted
     # every compaction here is snip's
     assert {name for s in hot.steps if s.compacted for name in s.fired} == {"old_history_snip"}
     assert [s.request for s in stops("compaction-storm")] == [15, 19, 32]

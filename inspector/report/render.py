@@ -15,7 +15,7 @@ from .summary import Report, load_issues_title, plural
 
 if TYPE_CHECKING:
     from inspector.live.discovery import SessionInfo
-    from inspector.tokens.accuracy import AccuracyReport
+    from inspector.tokens.accuracy import AccuracyReport, CorpusReport, ModeAccuracy
 
 
 PIPE_WIDTH = 10_000
@@ -461,7 +461,8 @@ CALIBRATE_HOW = {
 
 def print_accuracy(result: AccuracyReport, mode: str | None = None, console: Console | None = None) -> None:
     """The calibration accuracy table: each mode's median, p95 and max error of the next-request
-    prediction (each request's input predicted before its report, against what it reported)."""
+    prediction (each request's input predicted before its report, against what it reported), then
+    each kind of request scored apart (after a compaction, a model switch, an API error)."""
     table = Table(
         title=(
             "Error of the next-request prediction: each request's input predicted before its report, "
@@ -485,17 +486,88 @@ def print_accuracy(result: AccuracyReport, mode: str | None = None, console: Con
             CALIBRATE_HOW.get(key, ""),
         )
     parts: list[RenderableType] = [table]
+    if result.kinds:
+        kinds = Table(
+            title="Requests scored apart (not in the figures above)",
+            title_justify="left",
+        )
+        kinds.add_column("requests", no_wrap=True)
+        kinds.add_column("mode", no_wrap=True)
+        for col in ("median", "p95", "max", "n"):
+            kinds.add_column(col, justify="right", no_wrap=True)
+        for kind, by_mode in result.kinds.items():
+            for key, stats in by_mode.items():
+                kinds.add_row(
+                    kind, key, _pct(stats.median_pct), _pct(stats.p95_pct), _pct(stats.max_pct), str(stats.n)
+                )
+        parts.append(kinds)
     if mode is not None:
         rows = Table(title=f"Per request ({mode})", title_justify="left")
-        for col in ("request", "reported input", "predicted input", "error of the prediction"):
+        for col in ("request", "reported input", "predicted input", "error of the prediction", "after"):
             rows.add_column(col, justify="right")
         for r in result.requests:
             if mode in r.predicted:
                 rows.add_row(
-                    str(r.request), f"{r.reported:,}", f"{r.predicted[mode]:,}", _pct(r.error_pct.get(mode))
+                    str(r.request),
+                    f"{r.reported:,}",
+                    f"{r.predicted[mode]:,}",
+                    _pct(r.error_pct.get(mode)),
+                    r.after or "",
                 )
         parts.append(rows)
     (console or output_console()).print(Group(*parts))
+
+
+_STATS = "median\np95\nmax"
+
+
+def print_corpus_accuracy(result: CorpusReport, console: Console | None = None) -> None:
+    """`calibrate` over several files: a row per file (its best mode and both baselines), the
+    summary row (median over files of each file's median, p95 and max), then each kind of request
+    scored apart, pooled over the files."""
+    table = Table(
+        title=f"Predicting each request's input before its report ({result.estimator} estimator)",
+        title_justify="left",
+    )
+    table.add_column("file", overflow="fold")
+    table.add_column("requests", justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True, style="dim")
+    for what in ("best mode", "chars/4", "tiktoken"):
+        table.add_column(what, justify="right", no_wrap=True)
+
+    def cell(stats: ModeAccuracy) -> str:
+        return "\n".join(_pct(v) for v in (stats.median_pct, stats.p95_pct, stats.max_pct))
+
+    for row in result.files:
+        table.add_row(
+            Text(visible(row.name, newlines=False)),
+            f"{row.n}\n{row.best}",
+            _STATS,
+            cell(row.modes[row.best]),
+            cell(row.modes["baseline"]),
+            cell(row.modes["baseline_tiktoken"]),
+        )
+    s = result.summary
+    table.add_row(
+        Text(f"summary ({len(result.files)} files)", style="bold"),
+        str(sum(r.n for r in result.files)),
+        _STATS,
+        cell(s["best"]),
+        cell(s["baseline"]),
+        cell(s["baseline_tiktoken"]),
+        end_section=True,
+    )
+    for kind, stats in result.kinds.items():
+        table.add_row(Text(kind, style="dim"), str(stats.n), _STATS, cell(stats), "", "")
+    (console or output_console()).print(table)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
 
 
 def _session_path(row: SessionInfo) -> str:

@@ -44,6 +44,7 @@ from inspector.report.sanitize import one_line
 from inspector.scenarios import Tour
 from inspector.scenarios import tour as scenario_tour
 from inspector.shaping import PRESETS, Policy, PolicyError
+from inspector.tui.calibrate import CalibrateScreen
 from inspector.tui.compare import CompareScreen
 from inspector.tui.findings import FindingsScreen
 from inspector.tui.lab import LabResult, LabScreen
@@ -303,6 +304,13 @@ class MainScreen(Screen[None]):
             show=False,
         ),
         Binding("l", "lab", "What-if", tooltip="Change the window and the policy's parameters", show=False),
+        Binding(
+            "A",
+            "calibrate",
+            "Accuracy",
+            tooltip="Calibration accuracy: the worst-predicted requests",
+            show=False,
+        ),
         Binding(
             "e",
             "export_svg",
@@ -1257,6 +1265,16 @@ class MainScreen(Screen[None]):
             return
         self.findings_cache = (event.generation, event.findings)
         self._show_findings(event.findings)
+
+    def action_calibrate(self) -> None:
+        """The calibration's accuracy on this session and its five worst-predicted requests."""
+
+        def done(request: int | None) -> None:
+            if request is not None:
+                self.following = False
+                self.go(request)
+
+        self.app.push_screen(CalibrateScreen(self.transcript), done)
 
     def _show_findings(self, findings: list[Finding]) -> None:
         if self.replay is None or isinstance(self.app.screen, FindingsScreen):
