@@ -94,11 +94,7 @@ def render_report(report: Report) -> RenderableType:
             if e.detail:
                 what += ": " + e.detail
             pre = _n(e.pre_tokens)
-            if (
-                e.pre_tokens is None
-                and e.kind == "compaction"
-                and 0 < e.after_request <= len(report.requests)
-            ):
+            if e.pre_tokens is None and e.kind == "compaction" and 0 < e.after_request <= len(report.requests):
                 # not recorded (an old-style compaction): the last request's context, said to be inferred
                 pre = f"{report.requests[e.after_request - 1].context_tokens:,} (inferred)"
             ev.add_row(
