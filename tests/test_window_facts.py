@@ -213,3 +213,19 @@ def test_a_message_is_split_over_thinking_tools_and_conversation_exactly() -> No
     assert comp.total("raw") == comp.total("sent") == 10_000
     unknown = build(1, [(call, 10)], [(call, 10)], Budget.for_window(None))
     assert unknown.window is None and all(not p.space for p in unknown.parts)
+
+
+def test_exports_carry_the_distance_and_the_composition() -> None:
+    from inspector.report.export import export
+
+    info = SAMPLES["long-session"]
+    replay = Replay.open(load(sample_path("long-session")), policy=info.policy, window=info.window)
+    text = export(replay, "md", step=250)
+    assert "## Distance at request 250" in text
+    assert "| calibrated context | 227,333 | 60,333 over trigger 167,000 (30.2% of window)" in text
+    assert "| tool results · Read | 116,711 | 58.4% | 7,232 | 3.6% |" in text
+    assert "| safety buffer | 0 | 0.0% | 13,000 | 6.5% |" in text
+    html = export(replay, "html", step=250)
+    assert "<h2>What fills the window at request 250</h2>" in html
+    data = json.loads(export(replay, "json", step=250))
+    assert data["composition"]["sent"] == replay.step(250).result.sent_tokens

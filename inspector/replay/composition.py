@@ -285,7 +285,10 @@ def space_parts(context: int, sent: int, budget: Budget) -> list[Part]:
     raw, out = bands(context), bands(sent)
     parts = [
         Part(FREE, LABELS[FREE], raw[0], out[0]),
-        Part(BUFFER, LABELS[BUFFER] if budget.auto_compact else "safety buffer", raw[1], out[1]),
+        # a harness rule's band below the reserve is its autocompact buffer; a policy's own, its safety buffer
+        Part(
+            BUFFER, LABELS[BUFFER] if budget.rule and budget.auto_compact else "safety buffer", raw[1], out[1]
+        ),
         Part(RESERVE, LABELS[RESERVE], raw[2], out[2]),
     ]
     if raw[3] or out[3]:
