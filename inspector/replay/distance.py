@@ -91,23 +91,28 @@ def gap_text(gap: Gap, *, value: bool = True, share: bool = True) -> str:
     return f"{gap.left:,} to {where}{pct}"
 
 
-def distance_text(gaps: Sequence[Gap], *, width: int = 1_000) -> str:
-    """Every gap in one line, the first (the trigger) in full: "126 to trigger 167,000 (0.06% of
-    window) · 10,126 to blocking 177,000 · 33,126 to window", shorter when `width` is narrow."""
+def distance_variants(gaps: Sequence[Gap]) -> list[str]:
+    """`distance_text`'s forms, longest first."""
     if not gaps:
-        return ""
+        return [""]
     first, rest = gaps[0], gaps[1:]
     of = f" of {first.scale_name}"
-    variants = [
+    return [
         " · ".join([gap_text(first).replace("%)", f"%{of})"), *(gap_text(g, share=False) for g in rest)]),
         " · ".join([gap_text(first), *(gap_text(g, value=False, share=False) for g in rest)]),
         " · ".join([gap_text(first, value=False), *(gap_text(g, value=False, share=False) for g in rest)]),
         gap_text(first, value=False),
     ]
+
+
+def distance_text(gaps: Sequence[Gap], *, width: int = 1_000) -> str:
+    """Every gap in one line, the first (the trigger) in full: "126 to trigger 167,000 (0.06% of
+    window) · 10,126 to blocking 177,000 · 33,126 to window", shorter when `width` is narrow."""
+    variants = distance_variants(gaps)
     for text in variants:
         if len(text) <= width:
             return text
     return variants[-1]
 
 
-__all__ = ["LINE_ORDER", "Gap", "distance_text", "distances", "gap_text", "lines_of", "percent"]
+__all__ = ["LINE_ORDER", "Gap", "distance_text", "distance_variants", "distances", "gap_text", "lines_of", "percent"]
