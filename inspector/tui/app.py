@@ -44,6 +44,7 @@ from inspector.report.sanitize import one_line, visible
 from inspector.scenarios import Tour
 from inspector.scenarios import tour as scenario_tour
 from inspector.shaping import PRESETS, Policy, PolicyError
+from inspector.tui.banner import sample_banner
 from inspector.tui.compare import CompareScreen
 from inspector.tui.findings import FindingsScreen
 from inspector.tui.lab import LabResult, LabScreen
@@ -474,6 +475,7 @@ class MainScreen(Screen[None]):
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        yield Static("", id="banner", markup=False)
         with Horizontal(id="top"):
             yield PressureGauge(id="gauge")
             yield ContextSparkline(id="sparkline")
@@ -744,6 +746,7 @@ class MainScreen(Screen[None]):
         self.scanned = 0
         self.scan_seed = {}
         self._set_title(replay)
+        self._show_banner(replay)
         total = len(replay)
         if total == 0:
             self.gauge.status = self._no_requests()
@@ -777,6 +780,18 @@ class MainScreen(Screen[None]):
         if self.live:
             return "no requests yet: waiting for the first one (following the file)"
         return "this transcript has no requests: nothing was sent to a model"
+
+    def _show_banner(self, replay: Replay) -> None:
+        """A bundled sample opened with its own window: one line says what it is and why."""
+        banner = self.query_one("#banner", Static)
+        said = (
+            sample_banner(self.transcript.path, replay.policy.name, replay.window)
+            if replay.window_source == "sample"
+            else None
+        )
+        banner.set_class(said is not None, "-shown")
+        if said is not None:
+            banner.update(Content(said))
 
     def _set_title(self, replay: Replay) -> None:
         window = (

@@ -224,6 +224,7 @@ class ContextSparkline(Widget):
                 shaped = zone != "current" and (level + 0.5) / bars * top > sent
                 cells.append((EIGHTHS[fill], "shaped" if shaped else zone))
             append_runs(out, cells, self._s)
+            out.append(" " * (inner - len(cols)))
             if gutter:
                 label = labels.get(level)
                 if label is not None:
@@ -239,6 +240,7 @@ class ContextSparkline(Widget):
                 out.append(" ")
             else:
                 out.append(GLYPHS.get(mark, SIMULATED), self._s(mark))
+        out.append(" " * (inner - len(cols)))
         if gutter:
             out.append("│".ljust(gutter), self._s("axis"))
         out.append("\n")
@@ -256,6 +258,7 @@ class ContextSparkline(Widget):
                 for i, ch in enumerate(last):
                     axis[end + i] = (ch, "axis")
         append_runs(out, axis, self._s)
+        out.append(" " * (inner - len(cols)))
         if gutter:
             out.append(" " * gutter)
         return out
