@@ -996,6 +996,7 @@ class MainScreen(Screen[None]):
             before = f", {tokens(event.pre_tokens)} before" if event.pre_tokens else ""
             parts.append(
                 f"◆ the harness compacted ({how.strip() or 'recorded'}{before}) right before this request"
+                + (" (r opens it)" if view.opened is not None else "")
             )
         parts.extend(event_notes(view))
         if view.harness is not None and self.replay is not None:
