@@ -261,7 +261,7 @@ def test_findings_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> Non
     # at the model's own window nothing is an error
     assert main(["findings", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "closest approach to the window: request 126 held 166,874 of 200,000" in out
+    assert "closest approach to the trigger 167,000: request 126 held 166,874 tokens, 126 to spare" in out
     assert main(["findings", str(path), "--check", "nope"]) == 2
 
 

@@ -16,7 +16,7 @@ a one-line explanation with the numbers):
   connection errors): no request, placed after the request before it;
 - `loops`: the same call with the same arguments repeated within a short span;
 - `pressure`: requests sent above the blocking line or trigger, and the closest approach to the
-  window.
+  trigger that applies (with the distance to the blocking line and the window).
 
 `find_all(replay)` runs them all (or those named) and returns the findings sorted by request.
 Every request is shaped at most once, however many checks run (see `facts.py`).

@@ -17,6 +17,7 @@ from inspector.model import (
     ToolResultBlock,
     Transcript,
 )
+from inspector.replay.distance import distances, gap_text, percent
 from inspector.shaping.tools import canonical_tool
 
 from .base import Finding, Severity, quote, requests_text, span_text, times, unique
@@ -869,7 +870,8 @@ def pressure(facts: Facts) -> list[Finding]:
     The line is the policy's blocking line when it has one (a harness refuses to send above it),
     else its trigger (compaction should have fired first). One warning per run of consecutive
     requests above it, an error when a request went above the window itself; and one info
-    finding: the closest approach to the window (calibrated estimates when nothing was reported).
+    finding: the closest approach to the trigger that applies, with the distance to the blocking
+    line and the window (calibrated estimates when nothing was reported).
     Why it matters: above the trigger the harness is late to compact (its own estimate lagged
     the truth), above the window the next request fails.
     """
@@ -921,15 +923,24 @@ def pressure(facts: Facts) -> list[Finding]:
     if reports:
         peak_k, peak = max(reports, key=lambda x: (x[1], -x[0]))
         word = "an estimated " if estimated else ""
-        if window is not None:
-            left = window - peak
-            rest = f"{left:,} tokens to spare" if left >= 0 else f"{-left:,} tokens over it"
-            text = (
-                f"closest approach to the window: request {peak_k} held {word}{peak:,} of {window:,} tokens "
-                f"({peak / window:.1%}), {rest}"
-            )
-        else:
-            text = f"largest context: request {peak_k} held {word}{peak:,} tokens (window unknown)"
+        # against the trigger that applies (the policy's, by the harness's rule), then the window
+        gaps = distances(peak, b.trigger, b.blocking, window)
+        first = gaps[0]
+        of = f"{percent(first.share)} of the {first.scale_name}"
+        rest = (
+            f"{first.left:,} to spare ({of})"
+            if first.left > 0
+            else "right at it"
+            if first.left == 0
+            else f"{-first.left:,} over it ({of})"
+        )
+        others = ", ".join(gap_text(g, share=False) for g in gaps[1:])
+        full = f" ({peak / window:.1%} of it)" if window else ""
+        text = (
+            f"closest approach to the trigger {b.trigger:,}: request {peak_k} held {word}{peak:,} tokens, {rest}"
+            + (f"; {others}{full}" if others else "")
+            + ("" if window is not None else "; window unknown")
+        )
         out.append(
             Finding(
                 kind="pressure",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from inspector.model import EventKind, Message, RecordedEvent, Request, Segment, Transcript
+from inspector.replay.distance import Gap, distance_text, distances
 from inspector.report.summary import BudgetRow, LayerRow, Report, build_report, resolve_window
 from inspector.shaping import Budget, Policy, PolicyError, ShapeResult, TokenMemo, explain, load_policy
 from inspector.shaping.pipeline import recast
@@ -365,12 +366,21 @@ class Replay:
                 return f"{message.id}: never sent — no request was made while it was in the ledger"
             step = holding[-1]
         self._check(step)
+        from inspector.replay.folded import fold_sentence, folded_by
+
+        fold = folded_by(self, message.id) if message.id != OVERHEAD_ID else None
         if message.id not in {m.id for m in self.step(step).ledger}:
             where = (
                 f"it was sent with requests {holding[0]}–{holding[-1]}" if holding else "it was never sent"
             )
+            if fold is not None and step > fold.after_request:
+                where += f"; {fold_sentence(self, fold)}"
             return f"{message.id}: not in the ledger at request {step}; {where}"
-        return f"request {step}: {explain(self.step(step).result, message.id)}"
+        said = f"request {step}: {explain(self.step(step).result, message.id)}"
+        if fold is not None and step == fold.after_request:
+            # the last request it was sent with: what the harness did with it next
+            said += f"; then {fold_sentence(self, fold)}"
+        return said
 
     # -- report ------------------------------------------------------------------------------
     def budget_row(self) -> BudgetRow:
@@ -411,6 +421,30 @@ class Replay:
         value = found[k - 1]
         return value, ESTIMATORS[self.policy.trigger_estimator].over(value, self.budget.trigger)
 
+    def distances(self, k: int, *, wait: bool = True) -> tuple[tuple[Gap, ...], tuple[Gap, ...] | None]:
+        """How far request k's calibrated context is from the trigger, the blocking line and the
+        window, and the same for the harness's own estimate (None: not known yet, `wait` False)."""
+        b = self.budget
+        step = self.step(k)
+        own = self.harness_estimate(k, wait=wait)
+        return (
+            distances(step.context, b.trigger, b.blocking, b.window),
+            distances(own[0], b.trigger, b.blocking, b.window) if own is not None else None,
+        )
+
+    def distance_dict(self, step: Step) -> dict[str, object]:
+        gaps, own = self.distances(step.index)
+        out: dict[str, object] = {
+            "context": step.context,
+            "gaps": [g.to_dict() for g in gaps],
+            "text": distance_text(gaps),
+        }
+        if own is not None:
+            out["harness_estimate"] = own[0].context
+            out["harness_gaps"] = [g.to_dict() for g in own]
+            out["harness_text"] = distance_text(own)
+        return out
+
     def report(self, step: int | None = None, compare_with: str | Policy | None = None) -> Report:
         from inspector.replay.fidelity import fidelity
 
@@ -443,6 +477,14 @@ class Replay:
                 )
                 for layer in s.result.layers
             ]
+            report.distance = self.distance_dict(s)
+            from inspector.replay.composition import composition
+            from inspector.replay.folded import compaction_at, opened
+
+            report.composition = composition(s).to_dict()
+            event = compaction_at(self, step)
+            if event is not None and event.after_request >= 1:
+                report.compaction = opened(self, event).to_dict()
             if compare_with is not None:
                 from inspector.replay.compare import compare
 

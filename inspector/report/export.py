@@ -268,6 +268,30 @@ def _layer_rows(report: Report) -> list[list[str]]:
     return rows
 
 
+def _distance_rows(report: Report) -> list[list[str]]:
+    """The step's context and the harness's estimate, each with its distance to every line."""
+    d = report.distance or {}
+    rows = [["calibrated context", f"{d.get('context', 0):,}", str(d.get("text", ""))]]
+    if "harness_text" in d:
+        rows.append(["the harness's own estimate", f"{d.get('harness_estimate', 0):,}", str(d["harness_text"])])
+    return rows
+
+
+def _composition_rows(report: Report) -> list[list[str]]:
+    """What fills the window at the step: each part, raw and sent, tokens and share."""
+    parts = (report.composition or {}).get("parts", [])
+    return [
+        [
+            str(p.get("label", "")),
+            f"{p.get('raw', 0):,}",
+            f"{float(p.get('raw_share', 0.0)):.1%}",
+            f"{p.get('sent', 0):,}",
+            f"{float(p.get('sent_share', 0.0)):.1%}",
+        ]
+        for p in parts
+    ]
+
+
 def _event_rows(report: Report) -> list[list[str]]:
     return [
         [
@@ -349,6 +373,12 @@ def to_markdown(report: Report, table: LedgerTable | None) -> str:
         lines += _md_table(
             ("layer", "fired", "tokens before", "tokens after", "changes", "why"), _layer_rows(report)
         )
+    if report.distance:
+        lines += ["", f"## Distance at request {report.step}", ""]
+        lines += _md_table(("estimate", "tokens", "distance"), _distance_rows(report))
+    if report.composition:
+        lines += ["", f"## What fills the window at request {report.step}", ""]
+        lines += _md_table(("part", "raw", "raw %", "sent", "sent %"), _composition_rows(report))
     if table is not None:
         n_sent = sum(1 for r in table.rows if r.sent)
         lines += [
@@ -479,6 +509,14 @@ def to_html(report: Report, table: LedgerTable | None) -> str:
             )
         rows.append("</table>")
         body.append("\n".join(rows))
+    if report.distance:
+        body.append(f"<h2>Distance at request {report.step}</h2>")
+        body.append(_html_table(("estimate", "tokens", "distance"), _distance_rows(report), numeric=(1,)))
+    if report.composition:
+        body.append(f"<h2>What fills the window at request {report.step}</h2>")
+        body.append(
+            _html_table(("part", "raw", "raw %", "sent", "sent %"), _composition_rows(report), numeric=(1, 2, 3, 4))
+        )
     if table is not None:
         n_sent = sum(1 for r in table.rows if r.sent)
         body.append(

@@ -209,6 +209,13 @@ def render_report(report: Report, *, with_file: bool = True) -> RenderableType:
     if report.compare is not None:
         parts.append(_compare_table(report.compare))
 
+    if report.distance:
+        parts.append(_distance_lines(report))
+    if report.composition:
+        parts.append(_composition_table(report.composition))
+    if report.compaction:
+        parts.append(_compaction_table(report.compaction))
+
     if report.cache:
         cache = Table(title="Prompt cache over the session", title_justify="left")
         money = any(entry.get("rebilled_cost") is not None for entry in report.cache)
@@ -386,6 +393,115 @@ def _compare_table(compare: dict[str, Any]) -> Table:
         _n(len(compare.get("kept_only_by_b", []))),
     )
     return table
+
+
+def _distance_lines(report: Report) -> RenderableType:
+    """How far the step's context (and the harness's own estimate) is from each line."""
+    d = report.distance or {}
+    lines = [Text(f"Distance at request {report.step}", style="italic")]
+    row = Text()
+    row.append(f"  context {d.get('context', 0):,}: ", style="bold")
+    row.append(str(d.get("text", "")))
+    lines.append(row)
+    if "harness_text" in d:
+        b = report.budget
+        who = f"{b.harness} would estimate" if b.harness_wrote_transcript is False else "harness estimate"
+        own = Text()
+        own.append(f"  {who} {d.get('harness_estimate', 0):,}: ", style="bold")
+        own.append(str(d["harness_text"]))
+        lines.append(own)
+    return Group(*lines)
+
+
+def _composition_table(comp: dict[str, Any]) -> Table:
+    """What fills the window at the step, raw ledger and sent side by side (the `/context` picture)."""
+    of = "window" if comp.get("share_of") == "window" else "context"
+    window = comp.get("window")
+    table = Table(
+        title=(
+            f"What fills the window at request {comp.get('request')}: raw {comp.get('context', 0):,}, "
+            f"sent {comp.get('sent', 0):,}" + (f" of {window:,}" if window else " (window unknown)")
+        ),
+        title_justify="left",
+    )
+    table.add_column("part")
+    for col in ("raw", f"% of {of}", "sent", f"% of {of} "):
+        table.add_column(col, justify="right")
+    table.add_column("", no_wrap=True)
+    for part in comp.get("parts", []):
+        share = float(part.get("raw_share", 0.0))
+        bar = "█" * round(share * 20) if not part.get("space") else "░" * round(share * 20)
+        table.add_row(
+            _text(str(part.get("label", ""))),
+            f"{part.get('raw', 0):,}",
+            f"{share:.1%}",
+            f"{part.get('sent', 0):,}",
+            f"{float(part.get('sent_share', 0.0)):.1%}",
+            bar,
+            style="dim" if part.get("space") else None,
+        )
+    return table
+
+
+def _compaction_table(c: dict[str, Any], most: int = 25) -> RenderableType:
+    """A recorded compaction opened: before, after, the folded messages (heaviest first), lost pins."""
+    before, after = c.get("before_request"), c.get("first_request_after")
+    head = Text(
+        f"The harness's compaction after request {before} ({c.get('trigger') or 'trigger not recorded'}"
+        + (f", {c['pre_tokens']:,} tokens by its count" if c.get("pre_tokens") else "")
+        + f"): {c.get('before_messages', 0):,} messages, {c.get('before_tokens', 0):,} tokens at request "
+        f"{before} → {c.get('after_messages', 0):,} message{'' if c.get('after_messages') == 1 else 's'}, "
+        f"{_n(c.get('after_tokens'))} tokens at request "
+        f"{_n(after)}",
+        style="italic",
+    )
+    lines: list[RenderableType] = [head]
+    summary = c.get("summary")
+    if summary:
+        lines.append(
+            Text(
+                f"  summary {summary.get('weight', 0):,} tokens: {one_line(str(summary.get('text', '')), 90)}"
+            )
+        )
+    preserved = c.get("preserved") or []
+    lines.append(Text(f"  preserved {len(preserved):,} message{'' if len(preserved) == 1 else 's'}"))
+    restored = c.get("restored_candidates") or []
+    if restored:
+        lines.append(
+            Text(
+                "  files it restores (the transcript does not record them; read last before it): "
+                + ", ".join(one_line(str(p).rsplit("/", 1)[-1], 60) for p in restored)
+            )
+        )
+    for pin in c.get("lost_pins") or []:
+        fate = "the same source is in the ledger after it" if pin.get("survived") else "did not survive"
+        lines.append(
+            Text(
+                f"  ⚑ pinned {one_line(str(pin.get('source', '')), 60)}: {pin.get('count', 0):,} "
+                f"message{'' if pin.get('count') == 1 else 's'}, "
+                f"{pin.get('weight', 0):,} tokens folded; {fate}",
+                style="bold" if not pin.get("survived") else "",
+            )
+        )
+    folded = c.get("folded") or []
+    table = Table(
+        title=f"Folded: {len(folded):,} messages, {c.get('folded_tokens', 0):,} tokens (heaviest first)",
+        title_justify="left",
+    )
+    for col in ("weight", "role", "tool", "line", "content"):
+        table.add_column(col, justify="right" if col in ("weight", "line") else "left")
+    for e in folded[:most]:
+        table.add_row(
+            f"{e.get('weight', 0):,}",
+            str(e.get("role", "")),
+            _text(str(e.get("tool", ""))),
+            _n(e.get("line")),
+            Text(("⚑ " if e.get("pinned") else "") + one_line(str(e.get("text", "")), 70)),
+        )
+    if len(folded) > most:
+        table.add_row("…", "", "", "", f"and {len(folded) - most:,} more (report --json lists them all)")
+    lines.append(table)
+    return Group(*lines)
 
 
 def _fidelity_table(fidelity: dict[str, Any], most: int = 30) -> Table:

@@ -241,6 +241,30 @@ class Report(Struct, kw_only=True):
     compare: Annotated[
         dict[str, Any] | None, Meta(description="with --compare: two policies at the step")
     ] = None
+    distance: Annotated[
+        dict[str, Any] | None,
+        Meta(
+            description="with --step: how far the step's context is from the trigger, the blocking line and "
+            "the window (tokens left, negative when over; share of the window), and the same for the "
+            "harness's own estimate"
+        ),
+    ] = None
+    composition: Annotated[
+        dict[str, Any] | None,
+        Meta(
+            description="with --step: what fills the window at the step, part by part (system prompt and "
+            "tools, memory files, skills, conversation, tool results by tool, thinking, free space, buffer, "
+            "reserve), raw ledger and sent, tokens and share"
+        ),
+    ] = None
+    compaction: Annotated[
+        dict[str, Any] | None,
+        Meta(
+            description="with --step right after a compaction the harness recorded: that compaction opened "
+            "(the ledger before, the summary and preserved messages after, every folded message with its "
+            "weight, pinned sources lost)"
+        ),
+    ] = None
     cache: Annotated[
         list[dict[str, Any]] | None,
         Meta(

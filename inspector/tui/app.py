@@ -39,11 +39,13 @@ from inspector.live import Follower, SessionInfo
 from inspector.model import RecordedEvent, Transcript
 from inspector.model.bulk import hold_loaded
 from inspector.replay import Replay, ReplayError, Step
+from inspector.replay.folded import OpenedCompaction, compaction_at, opened
 from inspector.report.cost import money_at
 from inspector.report.sanitize import one_line
 from inspector.scenarios import Tour
 from inspector.scenarios import tour as scenario_tour
 from inspector.shaping import PRESETS, Policy, PolicyError
+from inspector.tui.banner import sample_banner
 from inspector.tui.calibrate import CalibrateScreen
 from inspector.tui.compare import CompareScreen
 from inspector.tui.findings import FindingsScreen
@@ -81,10 +83,11 @@ from inspector.tui.viewmodel import (
     tokens,
 )
 from inspector.tui.widgets.columns import LedgerColumns
-from inspector.tui.widgets.gauge import PressureGauge
+from inspector.tui.widgets.gauge import PressureGauge, when
 from inspector.tui.widgets.keybar import KeyBar
 from inspector.tui.widgets.side import MessageDetail, PinnedSources
 from inspector.tui.widgets.sparkline import ContextSparkline, legend
+from inspector.tui.window import CompactionScreen, CompositionReady, CompositionScreen, compaction_note
 from sample_sessions import sample_info
 
 Start = Literal["first", "last"] | int
@@ -146,16 +149,50 @@ COMMANDS: list[tuple[str, str, str]] = [
     ("Export screen as SVG", "Save this screen as ./context-inspector-request-K.svg", "export_svg"),
     ("Compare with policy…", "This request under this policy and another, side by side", "compare"),
     ("Open message", "Show the selected message full screen", "open_message"),
+    (
+        "What fills the window",
+        "This request's window part by part (system prompt, memory, tools, thinking…), raw and sent",
+        "composition",
+    ),
+    (
+        "Open the recorded compaction",
+        "At a request right after the harness compacted: the ledger before it beside what came after",
+        "open_compaction",
+    ),
+    ("Toggle the panels", "Small terminals: the pipeline, the side panes or the chart", "toggle_panel"),
+    ("Toggle light / dark theme", "Switch between the dark and the light theme", "toggle_theme"),
     ("Back to sessions", "The sessions found on this machine (when opened on the picker)", "sessions"),
     ("Help", "Keys, and what the columns mean", "help"),
 ]
 
 
-def step_view(replay: Replay, step: Step, events: list[RecordedEvent], *, wait: bool = True) -> StepView:
+def open_compaction(replay: Replay, k: int) -> OpenedCompaction | None:
+    """The compaction the harness recorded right before request k, opened (holding the replay's
+    lock: it shapes the request before it); None where there is none, or it cannot be opened."""
+    event = compaction_at(replay, k)
+    if event is None or event.after_request < 1:
+        return None
+    try:
+        return opened(replay, event)
+    except (ReplayError, ValueError, KeyError, IndexError):
+        return None
+
+
+def step_view(
+    replay: Replay,
+    step: Step,
+    events: list[RecordedEvent],
+    *,
+    wait: bool = True,
+    compaction: OpenedCompaction | None = None,
+) -> StepView:
     """A replayed request laid out for the widgets (in a worker thread: it walks the whole ledger).
 
     `wait` False: the harness's own estimate only if it is known already (a live update must
-    not wait for a pass over the whole session; the scan brings it, `HarnessReady`)."""
+    not wait for a pass over the whole session; the scan brings it, `HarnessReady`).
+    `compaction`: the recorded compaction right before it, opened (`open_compaction`)."""
+    requests = replay.transcript.requests
+    previous = requests[step.index - 2].timestamp if step.index >= 2 else None
     return build_step_view(
         index=step.index,
         total=len(replay),
@@ -178,6 +215,10 @@ def step_view(replay: Replay, step: Step, events: list[RecordedEvent], *, wait: 
         harness=replay.harness_estimate(step.index, wait=wait),
         decides_as_harness=replay.decides_as_harness,
         cost=money_at(replay.transcript, step.index),
+        timestamp=step.request.timestamp,
+        model=step.request.model,
+        previous_timestamp=previous,
+        opened=compaction,
     )
 
 
@@ -296,14 +337,21 @@ class MainScreen(Screen[None]):
         Binding("w", "set_window", "Window", tooltip="Set the context window"),
         Binding("full_stop", "next_stop", "Next stop", tooltip="Tour: the next stop"),
         Binding("comma", "previous_stop", "Prev stop", tooltip="Tour: the previous stop"),
+        Binding("x", "composition", "Context", tooltip="What fills the window at this request (/context)"),
+        Binding(
+            "r",
+            "open_compaction",
+            "Compaction",
+            tooltip="The harness's compaction right before this request: what it folded",
+        ),
+        Binding("v", "toggle_panel", "Panel", tooltip="Small terminals: pipeline → side panes → chart"),
         Binding(
             "F",
             "findings",
             "Findings",
             tooltip="What went wrong in this session; enter goes there",
-            show=False,
         ),
-        Binding("l", "lab", "What-if", tooltip="Change the window and the policy's parameters", show=False),
+        Binding("l", "lab", "What-if", tooltip="Change the window and the policy's parameters"),
         Binding(
             "A",
             "calibrate",
@@ -316,9 +364,9 @@ class MainScreen(Screen[None]):
             "export_svg",
             "SVG",
             tooltip="Save this screen as an SVG in the current directory",
-            show=False,
         ),
-        Binding("c", "compare", "Compare", tooltip="Compare this request under another policy", show=False),
+        Binding("c", "compare", "Compare", tooltip="Compare this request under another policy"),
+        Binding("t", "toggle_theme", "Theme", tooltip="Light or dark theme", show=False),
         Binding("enter", "open_message", "Open", show=False),
         Binding("question_mark", "help", "Help", tooltip="Keys and what the columns mean"),
         Binding("s", "sessions", "Sessions", tooltip="Back to the sessions on this machine"),
@@ -329,6 +377,38 @@ class MainScreen(Screen[None]):
 
     following: var[bool] = var(False, init=False)
     """Stay on the newest request (live: as the transcript grows)."""
+
+    PANELS: ClassVar[tuple[str, ...]] = ("columns", "side", "chart")
+    """What the middle of a narrow screen shows, in the order `v` goes through them."""
+
+    @property
+    def KEY_PRIORITY(self) -> tuple[str, ...]:
+        """The footer's keys in order of use, where not all fit: help and quit first."""
+        tour = ("next_stop", "previous_stop") if self.tour_name is not None else ()
+        narrow = ("toggle_panel",) if self.has_class("-narrow") else ()
+        return (
+            "help",
+            "quit",
+            *tour,
+            *narrow,
+            "previous_request",
+            "next_request",
+            "composition",
+            "next_event",
+            "open_compaction",
+            "findings",
+            "compare",
+            "lab",
+            "export_svg",
+            "goto",
+            "search",
+            "choose_policy",
+            "set_window",
+            "toggle_follow",
+            "previous_event",
+            "toggle_panel",
+            "sessions",
+        )
 
     gauge = getters.query_one("#gauge", PressureGauge)
     sparkline = getters.query_one("#sparkline", ContextSparkline)
@@ -398,12 +478,15 @@ class MainScreen(Screen[None]):
         self.scan_seed: dict[int, frozenset[str]] = {}
         """What the scan of the replay before a live update found, still valid for this one."""
         self.title_text = ""
+        self.panel = "columns"
+        """What the middle of a narrow screen shows (`PANELS`)."""
         self.findings_cache: tuple[int, list[Finding]] | None = None
         if follower is not None:
             self.set_reactive(MainScreen.following, True)
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
+        yield Static("", id="banner", markup=False)
         with Horizontal(id="top"):
             yield PressureGauge(id="gauge")
             yield ContextSparkline(id="sparkline")
@@ -412,6 +495,7 @@ class MainScreen(Screen[None]):
             with Vertical(id="side"):
                 if self.tour_name is not None:
                     yield Static("", id="narration", markup=False)
+                yield Static("", id="compaction-note", markup=False)
                 yield PinnedSources(id="pinned")
                 yield MessageDetail(id="detail")
         yield Input(placeholder="search this ledger (enter: next match, esc: close)", id="search")
@@ -517,7 +601,13 @@ class MainScreen(Screen[None]):
                     # The request that will be shown, shaped here: one worker less before it is on screen.
                     k = len(replay) if want is None else min(want, len(replay))
                     if k >= 1:
-                        view = step_view(replay, replay.step(k), replay.events_at(k - 1), wait=False)
+                        view = step_view(
+                            replay,
+                            replay.step(k),
+                            replay.events_at(k - 1),
+                            wait=False,
+                            compaction=open_compaction(replay, k),
+                        )
                 finally:
                     self.replay_lock.release()
                 contexts = tuple(replay.contexts())
@@ -544,7 +634,7 @@ class MainScreen(Screen[None]):
             self.post_message(LoadFailed(str(exc), generation))
             return
         assert self.session is not None
-        session = dataclasses.replace(self.session, simulated=frozenset(), scanned=0)
+        session = dataclasses.replace(self.session, simulated=frozenset(), scanned=0, sent=())
         self.post_message(ReplayReady(new, session, generation))
 
     @work(thread=True, exclusive=True, group="step", exit_on_error=False, description="shape one request")
@@ -558,12 +648,13 @@ class MainScreen(Screen[None]):
                 try:
                     step = replay.step(k)
                     events = replay.events_at(k - 1)
+                    compaction = open_compaction(replay, k)
                 finally:
                     self.replay_lock.release()
             except ReplayError as exc:
                 self.post_message(LoadFailed(str(exc), generation))
                 return
-            view = step_view(replay, step, events)
+            view = step_view(replay, step, events, compaction=compaction)
         self.post_message(StepReady(view, generation, keep, bottom))
 
     @work(
@@ -579,12 +670,14 @@ class MainScreen(Screen[None]):
         `seed`: requests 1..len(seed) already scanned (live: before the transcript grew)."""
         worker = get_current_worker()
         fired: dict[int, frozenset[str]] = dict(seed)
+        known = self.session.sent if self.session is not None else ()
+        sent: list[int] = list(known[: len(seed)])
         simulated: set[int] = {k for k, names in seed.items() if names & SIMULATED_COMPACTION_LAYERS}
         total = len(replay)
         last = time.monotonic()
         pacer = Pacer()
         if len(seed) >= total:
-            self.post_message(ScanProgress(fired, frozenset(simulated), total, total, generation))
+            self.post_message(ScanProgress(fired, frozenset(simulated), total, total, generation, tuple(sent)))
             self._estimate_harness(replay, generation, worker)
             return
         for k in range(len(seed) + 1, total + 1):
@@ -595,7 +688,10 @@ class MainScreen(Screen[None]):
                 time.sleep(0.01)
             started = time.perf_counter()
             with self.replay_lock:
-                names = frozenset(replay.step(k).result.fired)
+                result = replay.step(k).result
+                names = frozenset(result.fired)
+            if len(sent) == k - 1:
+                sent.append(result.sent_tokens)
             # At most SCAN_SHARE of one core: a thread that never sleeps keeps the GIL from the UI.
             pacer.worked(time.perf_counter() - started)
             fired[k] = names
@@ -604,7 +700,9 @@ class MainScreen(Screen[None]):
             now = time.monotonic()
             if now - last >= SCAN_POST_INTERVAL or k == total:
                 last = now
-                self.post_message(ScanProgress(dict(fired), frozenset(simulated), k, total, generation))
+                self.post_message(
+                    ScanProgress(dict(fired), frozenset(simulated), k, total, generation, tuple(sent))
+                )
         self._estimate_harness(replay, generation, worker)
 
     def _estimate_harness(self, replay: Replay, generation: int, worker: Worker[None]) -> None:
@@ -659,6 +757,7 @@ class MainScreen(Screen[None]):
         self.scanned = 0
         self.scan_seed = {}
         self._set_title(replay)
+        self._show_banner(replay)
         total = len(replay)
         if total == 0:
             self.gauge.status = self._no_requests()
@@ -692,6 +791,18 @@ class MainScreen(Screen[None]):
         if self.live:
             return "no requests yet: waiting for the first one (following the file)"
         return "this transcript has no requests: nothing was sent to a model"
+
+    def _show_banner(self, replay: Replay) -> None:
+        """A bundled sample opened with its own window: one line says what it is and why."""
+        banner = self.query_one("#banner", Static)
+        said = (
+            sample_banner(self.transcript.path, replay.policy.name, replay.window)
+            if replay.window_source == "sample"
+            else None
+        )
+        banner.set_class(said is not None, "-shown")
+        if said is not None:
+            banner.update(line(said))
 
     def _set_title(self, replay: Replay) -> None:
         window = (
@@ -808,7 +919,8 @@ class MainScreen(Screen[None]):
         self.scanned = len(seed)
         self.scan_seed = seed
         simulated = frozenset(k for k, names in seed.items() if names & SIMULATED_COMPACTION_LAYERS)
-        self.session = dataclasses.replace(event.session, simulated=simulated, scanned=len(seed))
+        sent = self.session.sent[: len(seed)] if self.session is not None else ()
+        self.session = dataclasses.replace(event.session, simulated=simulated, scanned=len(seed), sent=sent)
         total = len(replay)
         self._set_title(replay)
         if reset is not None:
@@ -862,6 +974,7 @@ class MainScreen(Screen[None]):
         self.sparkline.set_current(view.index, view.trigger, view.target, view.window)
         self.pinned.show(view.pinned, view.context)
         self.pinned.border_subtitle = line(f"request {view.index}")
+        self._show_compaction_note(view)
         deciding = " · deciding with the harness's own estimate" if view.decides_as_harness else ""
         self.columns.border_title = line(f"pipeline · {view.policy} · request {view.index}{deciding}")
         self.columns.show(view, keep=event.keep)
@@ -885,6 +998,9 @@ class MainScreen(Screen[None]):
         """What the harness recorded and estimated at this request, as one line (its compaction's
         trigger is the transcript's: shown through `line`, as text)."""
         parts: list[str] = []
+        said = when(view)  # the request's time, the gap since the one before, its model
+        if said:
+            parts.append(said)
         if self.following and self.follower is None:
             parts.append("● following newest")
         event = view.compaction_before
@@ -893,6 +1009,7 @@ class MainScreen(Screen[None]):
             before = f", {tokens(event.pre_tokens)} before" if event.pre_tokens else ""
             parts.append(
                 f"◆ the harness compacted ({how.strip() or 'recorded'}{before}) right before this request"
+                + (" (r opens it)" if view.opened is not None else "")
             )
         parts.extend(event_notes(view))
         if view.harness is not None and self.replay is not None:
@@ -915,7 +1032,9 @@ class MainScreen(Screen[None]):
             return
         self.fired = event.fired
         self.scanned = event.scanned
-        self.session = dataclasses.replace(self.session, simulated=event.simulated, scanned=event.scanned)
+        self.session = dataclasses.replace(
+            self.session, simulated=event.simulated, scanned=event.scanned, sent=event.sent
+        )
         self.sparkline.show_session(self.session)
         if event.scanned < event.total:
             self.sparkline.border_subtitle = line(f"scanning {event.scanned:,}/{event.total:,}…")
@@ -1367,12 +1486,106 @@ class MainScreen(Screen[None]):
         self.reshape(self.replay, None, window, self.generation)
 
     def action_open_message(self) -> None:
-        if self.search_input.has_focus:
+        if self.search_input.has_focus or self.view is None:
             return
         detail = self.detail.detail
-        if detail is None or self.view is None or detail.row != self.columns.cursor_row:
-            return
+        row = self.columns.cursor_row
+        if detail is None or detail.row != row or detail.request != self.view.index:
+            # the cursor just moved (its detail waits for the cursor to rest): build it now, so that
+            # a fast Down and Enter opens the message the cursor is on
+            detail = build_detail(self.view, row, self.transcript)
+            if detail is None:
+                return
+            if self.detail_timer is not None:
+                self.detail_timer.stop()
+            self.detail.show(detail)
         self.app.push_screen(MessageScreen(detail))
+
+    # -- what fills the window, the recorded compaction, panels, theme ------------------------
+    def _show_compaction_note(self, view: StepView) -> None:
+        """At a request right after a recorded compaction, the side pane says what it took."""
+        note = self.query_one("#compaction-note", Static)
+        opened_here = view.opened
+        note.set_class(opened_here is not None, "-shown")
+        if opened_here is None:
+            return
+        note.border_title = line(f"◆ compacted after request {opened_here.before_request}")
+        note.border_subtitle = line("r opens it")
+        note.update(compaction_note(opened_here))
+
+    def action_open_compaction(self) -> None:
+        view = self.view
+        if view is None:
+            return
+        if view.opened is None:
+            recorded = sorted(self.session.recorded) if self.session is not None else []
+            where = (
+                "; n / N go to the next or previous request where something happens"
+                if recorded
+                else "; this session records none"
+            )
+            notify(
+                self, f"the harness recorded no compaction right before request {view.index}{where}", timeout=4
+            )
+            return
+        self.app.push_screen(CompactionScreen(view.opened))
+
+    def action_composition(self) -> None:
+        if self.replay is None or not self.request:
+            return
+        self.compute_composition(self.replay, self.request, self.generation)
+
+    @work(
+        thread=True,
+        exclusive=True,
+        group="composition",
+        exit_on_error=False,
+        description="what fills the window",
+    )
+    def compute_composition(self, replay: Replay, k: int, generation: int) -> None:
+        from inspector.replay.composition import composition
+
+        try:
+            with self.waiting:
+                self.replay_lock.acquire()
+            try:
+                found = composition(replay.step(k))
+            finally:
+                self.replay_lock.release()
+        except (ReplayError, ValueError) as exc:
+            self.post_message(LoadFailed(f"cannot lay out the window: {exc}", generation))
+            return
+        self.post_message(CompositionReady(found, generation))
+
+    @on(CompositionReady)
+    def composition_ready(self, event: CompositionReady) -> None:
+        if event.generation != self.generation or isinstance(self.app.screen, CompositionScreen):
+            return
+        self.app.push_screen(CompositionScreen(event.composition))
+
+    def action_toggle_panel(self) -> None:
+        """Small terminals: the middle shows the pipeline, the side panes, or the chart (in turn)."""
+        if not self.has_class("-narrow"):
+            notify(
+                self,
+                "the side panes and the chart are on screen already (v switches panels below 110 columns)",
+                timeout=3,
+            )
+            return
+        i = (self.PANELS.index(self.panel) + 1) % len(self.PANELS)
+        self.set_panel(self.PANELS[i])
+
+    def set_panel(self, panel: str) -> None:
+        self.panel = panel
+        self.set_class(panel == "side", "-panel-side")
+        self.set_class(panel == "chart", "-panel-chart")
+        if panel == "columns":
+            self.columns.focus()
+        elif panel == "side":
+            self.detail.focus()
+
+    def action_toggle_theme(self) -> None:
+        self.app.theme = "textual-light" if self.app.theme == "textual-dark" else "textual-dark"
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
@@ -1407,6 +1620,7 @@ class InspectorApp(App[None]):
     TITLE = "context-inspector"
     COMMANDS = App.COMMANDS | {InspectorCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-medium"), (150, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (40, "-tall")]
 
     def __init__(
         self,

@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option
 from inspector.model import Transcript
 from inspector.report.sanitize import one_line
 from inspector.tokens.accuracy import AccuracyReport, Miss, accuracy, worst_requests
+from inspector.tui.text import line
 
 WORST = 5
 
@@ -65,9 +66,9 @@ def miss_label(miss: Miss) -> Text:
         head.append(f"  · {miss.after}", "italic")
     if not miss.added:
         head.append("\n  (a new ledger: nothing added to the one before)", "dim")
-    for line in miss.added[:6]:
+    for added in miss.added[:6]:
         head.append("\n  + ")
-        head.append(one_line(line, 160))
+        head.append(one_line(added, 160))
     if len(miss.added) > 6:
         head.append(f"\n  + … {len(miss.added) - 6:,} more", "dim")
     return head
@@ -89,9 +90,7 @@ class CalibrateScreen(ModalScreen[int | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="calibrate-dialog"):
-            yield Label(
-                f"Calibration accuracy ({self.estimator} estimator)", classes="dialog-title", markup=False
-            )
+            yield Label(line(f"Calibration accuracy ({self.estimator} estimator)"), classes="dialog-title")
             yield Label("measuring…", id="calibrate-summary", markup=False)
             yield Label("Worst-predicted requests, with what was added before each", markup=False)
             yield OptionList(id="calibrate-worst")

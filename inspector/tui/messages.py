@@ -61,6 +61,8 @@ class ScanProgress(Message):
     scanned: int
     total: int
     generation: int
+    sent: tuple[int, ...] = ()
+    """What the pipeline sends at requests 1..len(sent) (the chart's second series)."""
 
 
 @dataclass

@@ -197,7 +197,15 @@ HELP_KEYS: list[tuple[str, str]] = [
     ("p", "choose the policy (the pipeline and its parameters)"),
     ("w", "set the context window (the trigger and target lines move, the columns change)"),
     ("↑ ↓ pgup pgdn home end", "move the cursor row (or click a row; double-click opens it)"),
-    ("enter", "open the selected message full screen"),
+    ("enter", "open the selected message full screen (also right after the cursor moved)"),
+    ("x", "what fills the window at this request (system prompt, memory, tools, thinking…), raw and sent"),
+    (
+        "r",
+        "at a request right after a compaction the harness recorded: the ledger before it beside what "
+        "came after, every folded message with its weight, the pinned sources that did not survive",
+    ),
+    ("v", "small terminals: the pipeline, the side panes (pinned, message), the chart, in turn"),
+    ("t", "light / dark theme"),
     ("c", "compare with a second policy: both sent views side by side at this request"),
     ("F", "findings: re-reads after clearing, storms, loops, pressure; enter jumps to one"),
     ("l", "what-if lab: change window, target ratio, kept counts, budget, layers; save as TOML"),
@@ -214,6 +222,10 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
         [
             "The calibrated context of this request against the window. Solid: what is sent after "
             "shaping; shaded: what shaping removed; light: free.",
+            "Under the figures, how far the context is from the trigger, the blocking line and the "
+            "window, in tokens and as a share of the window (126 to trigger 167,000 (0.06% of window)), "
+            "and how far the harness's own estimate is from the trigger. The subtitle starts with the "
+            "request's time (UTC), the gap since the request before and the model.",
             "Lines, labelled with their values: target (where a compaction aims), trigger (above it the "
             "reactive layers act), buffer (the safety buffer's lower edge: window − reserve − buffer, "
             "usually the trigger), reserve (where the space kept for the answer begins), blocking "
@@ -237,9 +249,11 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
-        "The sparkline (top right)",
+        "The chart (top right)",
         [
-            "Context per request. ▲ this request · ◆ a compaction the harness recorded · ◇ a fresh "
+            "Context per request: solid up to what the pipeline sends, shaded above it up to the raw "
+            "context; the trigger and window lines labelled on the y axis (right). Marks on the row "
+            "under the bars, the current request's ▲ on the row below them. ▲ this request · ◆ a compaction the harness recorded · ◇ a fresh "
             "context the harness began (nothing summarized) · × a failed model call (an API error: no "
             "request) · • a request where old history snip or auto compact fired in this replay. A "
             "recorded event is marked under the request it came after. Click to go there.",

@@ -16,6 +16,7 @@ import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from inspector.model import (
@@ -32,6 +33,7 @@ from inspector.model import (
     ToolResultBlock,
     Transcript,
 )
+from inspector.replay.folded import OpenedCompaction
 from inspector.report.sanitize import one_line, visible
 from inspector.shaping import Action, Decision, LayerResult, ShapeResult, explain
 from inspector.tokens.calibration import OVERHEAD_ID
@@ -318,6 +320,13 @@ class StepView:
     """The layers decided with the harness's own estimate (`Replay.decides_as_harness`)."""
     cost: str = ""
     """What the request cost, and the session so far ("cost $0.06 · $10.23 so far"), or why not."""
+    timestamp: str | None = None
+    """When the request was made (its response's timestamp, ISO 8601), if the transcript says."""
+    model: str | None = None
+    gap_s: float | None = None
+    """Seconds since the request before it (None: the first, or no timestamps)."""
+    opened: OpenedCompaction | None = None
+    """The compaction the harness recorded right before this request, opened (`replay.folded`)."""
 
     def cell(self, column: int, row: int) -> Cell:
         """What `column` shows in `row`."""
@@ -483,6 +492,10 @@ def build_step_view(
     harness: tuple[int, bool] | None = None,
     decides_as_harness: bool = False,
     cost: str = "",
+    timestamp: str | None = None,
+    model: str | None = None,
+    previous_timestamp: str | None = None,
+    opened: OpenedCompaction | None = None,
 ) -> StepView:
     """Lay one replayed request out as rows and columns (see the module docstring)."""
     raw = [m for m in ledger if m.id != OVERHEAD_ID]
@@ -578,7 +591,45 @@ def build_step_view(
         harness=harness,
         decides_as_harness=decides_as_harness,
         cost=cost,
+        timestamp=timestamp,
+        model=model,
+        gap_s=seconds_between(previous_timestamp, timestamp),
+        opened=opened,
     )
+
+
+def _instant(stamp: str | None) -> datetime | None:
+    if not stamp:
+        return None
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def seconds_between(earlier: str | None, later: str | None) -> float | None:
+    """Seconds from one ISO timestamp to another (None when either is missing or unreadable)."""
+    a, b = _instant(earlier), _instant(later)
+    return None if a is None or b is None else (b - a).total_seconds()
+
+
+def clock(stamp: str | None) -> str:
+    """ "2026-02-12 16:13:21" (UTC, as the transcript records it), or ""."""
+    when = _instant(stamp)
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if when is not None else ""
+
+
+def duration(seconds: float) -> str:
+    """4 -> "4s", 95 -> "1m35s", 7300 -> "2h01m", 200000 -> "2d07h"."""
+    s = max(0, round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    return f"{s // 86400}d{s % 86400 // 3600:02d}h"
 
 
 # --------------------------------------------------------------------------------------------
@@ -706,6 +757,8 @@ class SessionView:
     """Those of `recorded` where the harness began a fresh context without compacting."""
     errors: frozenset[int] = frozenset()
     """Requests after which a failed model call was recorded (an API error: no request)."""
+    sent: tuple[int, ...] = ()
+    """What the pipeline sends at requests 1..len(sent) (filled in by the scan)."""
 
 
 def recorded_compactions(events: Iterable[RecordedEvent]) -> frozenset[int]:
@@ -771,9 +824,11 @@ __all__ = [
     "StepView",
     "build_detail",
     "build_step_view",
+    "clock",
     "column_header",
     "compact_tokens",
     "display_path",
+    "duration",
     "event_notes",
     "explanation",
     "is_event",
@@ -782,6 +837,7 @@ __all__ = [
     "recorded_compactions",
     "role_label",
     "searchable_text",
+    "seconds_between",
     "session_view",
     "summary_line",
     "tokens",

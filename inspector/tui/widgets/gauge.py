@@ -10,8 +10,9 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from inspector.report.sanitize import visible
-from inspector.tui.viewmodel import StepView, tokens
+from inspector.replay.distance import distance_text, distance_variants, distances, gap_text, lines_of
+from inspector.report.sanitize import one_line, visible
+from inspector.tui.viewmodel import StepView, clock, compact_tokens, duration, tokens
 from inspector.tui.widgets.runs import append_runs
 
 LABEL_ROWS = 4
@@ -34,11 +35,24 @@ class GaugeLine:
     position: int
     label: str
     style: str
+    short: str = ""
+    """The label with a short figure ("blocking 177k"), where the full one finds no room."""
+
+
+def when(view: StepView, *, date: bool = True) -> str:
+    """ "2026-02-12 16:13:21 (+4s) · claude-opus-4-6": the request's time, the gap since the one
+    before it, its model (what the transcript records of them; "" when it records none)."""
+    stamp = clock(view.timestamp)
+    if stamp and not date:
+        stamp = stamp.split(" ")[-1]
+    gap = f" (+{duration(view.gap_s)})" if stamp and view.gap_s is not None else ""
+    model = one_line(view.model, 40) if view.model else ""
+    return " · ".join(p for p in (f"{stamp}{gap}", model) if p)
 
 
 def numbers(view: StepView, width: int = 1_000) -> str:
     """ "request 212/300 · context 171,204 (reported) · sent 119,880 after shaping · 85.6% of window",
-    with fewer words when `width` is too narrow for them."""
+    with fewer words when `width` is too narrow for them (the time and the model are in `when`)."""
     how = (
         "reported" if view.reported is not None and view.reported == view.context else "calibrated prediction"
     )
@@ -74,6 +88,28 @@ def numbers(view: StepView, width: int = 1_000) -> str:
     return text
 
 
+def distance(view: StepView, width: int = 1_000) -> str:
+    """ "126 to trigger 167,000 (0.06% of window) · 10,126 to blocking 177,000 · 33,126 to window
+    200,000 · harness est. 166,742: 258 to trigger": how far this request is from each line, and how
+    far the harness's own estimate (the number it decides by) is from the trigger; shorter when
+    `width` is narrow (the harness's figure goes last)."""
+    blocking, window = lines_of(view.lines)
+    gaps = distances(view.context, view.trigger, blocking, window)
+    variants = distance_variants(gaps)
+    owns: list[str] = []
+    if view.harness is not None:
+        value = view.harness[0]
+        own_gap = distances(value, view.trigger, blocking, window)[0]
+        said = gap_text(own_gap, value=False, share=False)
+        owns = [f"harness est. {tokens(value)}: {said}", f"harness: {said}"]
+    for text in variants:
+        for own in owns:
+            joined = f"{text} · {own}"
+            if cell_len(joined) <= width:
+                return joined
+    return distance_text(gaps, width=width)
+
+
 def scale_of(view: StepView) -> int:
     """The token count at the right end of the bar."""
     top = max([view.context, view.sent, *(v for _, v in view.lines)])
@@ -94,26 +130,30 @@ def gauge_lines(view: StepView, width: int) -> list[GaugeLine]:
         labels.sort(key=lambda x: (x == "trigger", x))
         name = "/".join(SHORT.get(x, x) for x in labels)
         position = min(width - 1, max(0, round(value / scale * (width - 1))))
-        out.append(GaugeLine(position, f"{name} {tokens(value)}", SHORT.get(labels[-1], "window")))
+        out.append(
+            GaugeLine(
+                position,
+                f"{name} {tokens(value)}",
+                SHORT.get(labels[-1], "window"),
+                f"{SHORT.get(labels[-1], labels[-1])} {compact_tokens(value)}",
+            )
+        )
     out.sort(key=lambda g: g.position)
     return out
 
 
-def place_labels(
-    lines: list[GaugeLine], width: int, rows: int = LABEL_ROWS
-) -> list[list[tuple[int, str, str]]]:
-    """Put each label on the first row where it fits, beside a tick at its line's cell.
-
-    A label reads "╵target 125,250" to the right of its tick, or "reserve 180,000╵" to the left
-    when there is no room on the right. Returns per row (start, text, style).
-    """
+def _place(
+    lines: list[GaugeLine], width: int, rows: int, short_first: bool, left_first: bool = False
+) -> tuple[list[list[tuple[int, str, str]]], int]:
+    """One placement of the labels (see `place_labels`) and how many of them kept their name."""
     placed: list[list[tuple[int, str, str]]] = [[] for _ in range(rows)]
     taken: list[list[tuple[int, int]]] = [[] for _ in range(rows)]
+    named = 0
 
     def free(row: int, start: int, end: int) -> bool:
         return all(end <= a or start >= b for a, b in taken[row])
 
-    def fits(text: str) -> list[tuple[int, str]]:
+    def fits(line: GaugeLine, text: str) -> list[tuple[int, str]]:
         """Where `text` can go beside the tick: to its right, or ending at it."""
         right, left = "╵" + text, text + "╵"
         out: list[tuple[int, str]] = []
@@ -121,20 +161,24 @@ def place_labels(
             out.append((line.position, right))
         if line.position - cell_len(left) + 1 >= 0:
             out.append((line.position - cell_len(left) + 1, left))
-        return out
+        return out[::-1] if left_first else out
 
     for line in lines:
         value = line.label.split(" ")[-1]
+        short = line.short or line.label
+        # The full label on the first row with room (or, `short_first`, its name with a short
+        # figure: "blocking 177k"); failing that, the other; failing that, the value alone.
+        words = (short, line.label) if short_first else (line.label, short)
         done = False
-        # The full label on the first row with room; failing that, the value alone.
-        for options in (fits(line.label), fits(value)):
+        for i, text in enumerate((*words, value)):
             for row in range(rows):
-                for start, text in options:
-                    end = start + cell_len(text) + 1
+                for start, shown in fits(line, text):
+                    end = start + cell_len(shown) + 1
                     if free(row, start, end):
-                        placed[row].append((start, text, line.style))
+                        placed[row].append((start, shown, line.style))
                         taken[row].append((start, end))
                         done = True
+                        named += i < 2
                         break
                 if done:
                     break
@@ -147,7 +191,33 @@ def place_labels(
                     placed[row].append((line.position, "╵", line.style))
                     taken[row].append((line.position, line.position + 1))
                     break
-    return placed
+    return placed, named
+
+
+def place_labels(
+    lines: list[GaugeLine], width: int, rows: int = LABEL_ROWS
+) -> list[list[tuple[int, str, str]]]:
+    """Put each label on the first row where it fits, beside a tick at its line's cell.
+
+    A label reads "╵target 125,250" to the right of its tick, or "reserve 180,000╵" to the left
+    when there is no room on the right; where full labels leave a line unnamed, every label takes
+    its short figure ("reserve 180k") so that each keeps its name. Returns per row (start, text, style).
+    """
+    best, named = _place(lines, width, rows, short_first=False)
+    if named == len(lines):
+        return best
+    for short_first, left_first, order in (
+        (True, False, lines),
+        (True, True, lines[::-1]),
+        (True, True, lines),
+        (True, False, lines[::-1]),
+    ):
+        placed, count = _place(order, width, rows, short_first, left_first)
+        if count > named:
+            best, named = placed, count
+        if named == len(lines):
+            break
+    return best
 
 
 class PressureGauge(Widget):
@@ -155,6 +225,7 @@ class PressureGauge(Widget):
 
     COMPONENT_CLASSES = {
         "gauge--numbers",
+        "gauge--distance",
         "gauge--status",
         "gauge--ok",
         "gauge--warn",
@@ -196,6 +267,11 @@ class PressureGauge(Widget):
         out = Text(no_wrap=True, overflow="ellipsis")
         out.append(numbers(view, width), self._s("numbers"))
         out.append("\n")
+        gaps = distance(view, width)
+        over = view.context > view.trigger
+        near = not over and view.context >= view.target
+        out.append(gaps, self._s("over" if over else "warn" if near else "distance"))
+        out.append("\n")
         scale = scale_of(view)
         filled = min(width, round(view.context / scale * width))
         sent = min(filled, round(view.sent / scale * width))
@@ -212,7 +288,7 @@ class PressureGauge(Widget):
             return ("▒", "shaped") if i < filled else ("░", "empty")
 
         append_runs(out, map(cell, range(width)), self._s)
-        rows = max(1, self.content_region.height - 2) if self.content_region.height else LABEL_ROWS
+        rows = max(1, self.content_region.height - 3) if self.content_region.height else LABEL_ROWS
         for row in place_labels(lines, width, rows):
             out.append("\n")
             cursor = 0

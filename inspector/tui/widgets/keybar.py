@@ -120,6 +120,7 @@ class KeyBar(Widget):
 
         line = Text(no_wrap=True, overflow="crop", end="")
         spans: list[KeySpan] = []
+        shown = self._fitting(shown, palette)
         for active in shown:
             add(active, line, spans)
         if palette is not None:
@@ -137,6 +138,34 @@ class KeyBar(Widget):
             line.append_text(right)
         self.spans = spans
         return line
+
+    def _width(self, active: ActiveBinding) -> int:
+        binding = active.binding
+        key = self.app.get_key_display(binding)
+        return len(key) + 2 + (len(binding.description) + 1 if binding.description else 0)
+
+    def _fitting(self, shown: list[ActiveBinding], palette: ActiveBinding | None) -> list[ActiveBinding]:
+        """The keys that fit the line: all of them, or, when they do not, the most useful first
+        (the screen's `KEY_PRIORITY`, actions in order; the others after, in their order), drawn
+        in their own order, so that help and quit never fall off a narrow terminal."""
+        room = self.size.width
+        if palette is not None:
+            room -= self._width(palette) + 1
+        if sum(self._width(a) for a in shown) <= room:
+            return shown
+        priority: tuple[str, ...] = getattr(self.screen, "KEY_PRIORITY", ())
+        rank: dict[str, int] = {}
+        for i, action in enumerate(priority):
+            rank.setdefault(action, i)  # an action named twice ranks where it is named first
+        order = sorted(range(len(shown)), key=lambda i: (rank.get(shown[i].binding.action, len(rank)), i))
+        kept: set[int] = set()
+        used = 0
+        for i in order:
+            w = self._width(shown[i])
+            if used + w <= room:
+                kept.add(i)
+                used += w
+        return [a for i, a in enumerate(shown) if i in kept]
 
     def key_at(self, x: int) -> KeySpan | None:
         """The key drawn at cell x, if any."""

@@ -65,19 +65,41 @@ def _mark_columns(cols: list[tuple[int, int]]) -> set[int]:
     return out
 
 
+GUTTER = 6
+"""Cells at the right of the chart for its y axis labels ("│167k")."""
+LINE = "╌"
+"""A horizontal line (the trigger, the window) where no bar reaches it."""
+
+
+def axis_label(value: int) -> str:
+    """A y axis figure in at most five cells: 167k, 1.0M, 900."""
+    if value < 1_000:
+        return str(value)
+    if value < 1_000_000:
+        return f"{value // 1000}k" if value < 999_500 else "1.0M"
+    return f"{value / 1_000_000:.1f}M"
+
+
 class ContextSparkline(Widget):
-    """A bar per request (or per bucket of requests) of the calibrated context; click to go there."""
+    """The context per request as a chart: a bar per request (or bucket of requests), solid up to
+    what the pipeline sends and shaded above it up to the raw context, the trigger and the window
+    drawn as lines and labelled on the y axis (at the right), the recorded events marked on a row
+    of their own under the bars and the current request's ▲ on the row below, so that neither hides
+    the other. Click a bar to go to its request."""
 
     COMPONENT_CLASSES = {
         "sparkline--ok",
         "sparkline--warn",
         "sparkline--over",
+        "sparkline--shaped",
         "sparkline--current",
         "sparkline--recorded",
         "sparkline--cleared",
         "sparkline--error",
         "sparkline--simulated",
         "sparkline--axis",
+        "sparkline--trigger",
+        "sparkline--window",
     }
 
     @dataclass
@@ -113,7 +135,7 @@ class ContextSparkline(Widget):
     def render(self) -> Text:
         session = self.session
         width = self.content_region.width
-        height = max(2, self.content_region.height)
+        height = max(3, self.content_region.height)
         if session is None or not session.contexts:
             return Text("")
         return self.render_session(session, width, height)
@@ -126,11 +148,12 @@ class ContextSparkline(Widget):
         self._cached = (key, text)
         return text
 
-    def _draw(self, session: SessionView, width: int, height: int) -> Text:
-        bars = height - 1
-        cols = buckets(len(session.contexts), width)
-        top = max(max(session.contexts), 1)
-        values = [max(session.contexts[a - 1 : b]) for a, b in cols]
+    def bars_width(self, width: int | None = None) -> int:
+        """The columns the bars take (the content's width less the y axis gutter)."""
+        w = self.content_region.width if width is None else width
+        return max(1, w - GUTTER) if w > GUTTER + 8 else max(1, w)
+
+    def _marks(self, session: SessionView, cols: list[tuple[int, int]]) -> dict[int, str]:
         lasts = [b for _, b in cols]
         marks: dict[int, str] = {}
         # later kinds win a column: a segment's start over an error over a simulated compaction
@@ -146,7 +169,21 @@ class ContextSparkline(Widget):
                 while c < len(cols) and cols[c][0] <= k <= cols[c][1]:
                     marks[c] = kind
                     c += 1
-        out = Text(no_wrap=True, overflow="crop")
+        return marks
+
+    def _draw(self, session: SessionView, width: int, height: int) -> Text:
+        bars = max(1, height - 2)
+        inner = self.bars_width(width)
+        gutter = width - inner
+        cols = buckets(len(session.contexts), inner)
+        window = self.window or 0
+        top = max(max(session.contexts), window, self.trigger, 1)
+        values = [max(session.contexts[a - 1 : b]) for a, b in cols]
+        sent_known = session.sent
+        sents = [
+            max(sent_known[a - 1 : b]) if b <= len(sent_known) else v
+            for (a, b), v in zip(cols, values, strict=True)
+        ]
         zones = [
             "current"
             if a <= self.current <= b
@@ -157,32 +194,73 @@ class ContextSparkline(Widget):
             else "over"
             for (a, b), v in zip(cols, values, strict=True)
         ]
+
+        def row_of(value: int) -> int:
+            """The row (0 at the bottom) whose band holds `value`."""
+            return min(bars - 1, max(0, int(value / top * bars - 1e-9)))
+
+        lines: dict[int, str] = {}
+        if window:
+            lines[row_of(window)] = "window"
+        if self.trigger:
+            lines[row_of(self.trigger)] = "trigger"  # the trigger wins a row it shares
+        labels = {row_of(window): axis_label(window)} if window else {}
+        if self.trigger:
+            labels[row_of(self.trigger)] = axis_label(self.trigger)
+        out = Text(no_wrap=True, overflow="crop")
         for r in range(bars):
             level = bars - r - 1  # 0 is the bottom row
-            chars = []
-            for value in values:
+            line = lines.get(level)
+            cells: list[tuple[str, str]] = []
+            for value, sent, zone in zip(values, sents, zones, strict=True):
                 eighths = round(value / top * bars * 8)
                 fill = min(8, max(0, eighths - level * 8))
                 if value > 0 and level == 0 and fill == 0:
                     fill = 1
-                chars.append(EIGHTHS[fill] if fill else " ")
-            append_runs(out, zip(chars, zones, strict=True), self._s)
+                if not fill:
+                    cells.append((LINE, line) if line else (" ", "axis"))
+                    continue
+                # solid up to what is sent, shaded above it (what shaping took off)
+                shaped = zone != "current" and (level + 0.5) / bars * top > sent
+                cells.append((EIGHTHS[fill], "shaped" if shaped else zone))
+            append_runs(out, cells, self._s)
+            out.append(" " * (inner - len(cols)))
+            if gutter:
+                label = labels.get(level)
+                if label is not None:
+                    out.append(f"┤{label}".ljust(gutter), self._s(line or "axis"))
+                else:
+                    out.append("│".ljust(gutter), self._s("axis"))
             out.append("\n")
         shown = _mark_columns(cols)
-        for c, (a, b) in enumerate(cols):
-            if c not in shown:
+        marks = self._marks(session, cols)
+        for c in range(len(cols)):
+            mark = marks.get(c) if c in shown else None
+            if mark is None:
                 out.append(" ")
-                continue
-            current = a <= self.current <= b
-            mark = marks.get(c)
-            if mark is not None and mark in GLYPHS:
-                out.append(GLYPHS[mark], self._s("current") if current else self._s(mark))
-            elif current:
-                out.append(CURRENT, self._s("current"))
-            elif mark == "simulated":
-                out.append(SIMULATED, self._s("simulated"))
             else:
-                out.append(" ")
+                out.append(GLYPHS.get(mark, SIMULATED), self._s(mark))
+        out.append(" " * (inner - len(cols)))
+        if gutter:
+            out.append("│".ljust(gutter), self._s("axis"))
+        out.append("\n")
+        axis: list[tuple[str, str]] = []
+        for c, (a, b) in enumerate(cols):
+            axis.append((CURRENT, "current") if c in shown and a <= self.current <= b else (" ", "axis"))
+        first, last = "1", str(len(session.contexts))
+        chars = [ch for ch, _ in axis]
+        if len(chars) > len(first) + len(last) + 4:
+            if all(ch == " " for ch in chars[: len(first) + 1]):
+                for i, ch in enumerate(first):
+                    axis[i] = (ch, "axis")
+            end = len(chars) - len(last)
+            if all(ch == " " for ch in chars[end - 1 :]):
+                for i, ch in enumerate(last):
+                    axis[end + i] = (ch, "axis")
+        append_runs(out, axis, self._s)
+        out.append(" " * (inner - len(cols)))
+        if gutter:
+            out.append(" " * gutter)
         return out
 
     def notify_style_update(self) -> None:
@@ -192,7 +270,7 @@ class ContextSparkline(Widget):
     def request_at(self, x: int) -> int | None:
         if self.session is None:
             return None
-        cols = buckets(len(self.session.contexts), self.content_region.width)
+        cols = buckets(len(self.session.contexts), self.bars_width())
         if 0 <= x < len(cols):
             return cols[x][1]
         return None
@@ -206,7 +284,14 @@ class ContextSparkline(Widget):
             self.post_message(self.RequestClicked(self, k))
 
     def marks_text(self) -> str:
-        """The mark row as plain text (for tests)."""
+        """The marks under the bars and the ▲ of the current request as one plain line (a mark
+        wins its cell), one character per bar column (for tests)."""
         if self.session is None:
             return ""
-        return self.render_session(self.session, self.content_region.width, 2).plain.split("\n")[-1]
+        height = max(3, self.content_region.height)
+        lines = self.render_session(self.session, self.content_region.width, height).plain.split("\n")
+        inner = self.bars_width()
+        marks, axis = lines[-2][:inner], lines[-1][:inner]
+        return "".join(
+            m if m != " " else ("▲" if a == "▲" else " ") for m, a in zip(marks, axis, strict=True)
+        )
