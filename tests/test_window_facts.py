@@ -141,7 +141,7 @@ def test_report_step_after_the_compaction_lists_the_folded(capsys: pytest.Captur
     assert (c["before_messages"], c["after_messages"], c["folded_tokens"]) == (301, 1, 141_197)
     assert c["folded"][0]["weight"] == 10_395 and len(c["folded"]) == 301
     assert c["lost_pins"] == [
-        {"source": "task · first user task", "count": 1, "weight": 55, "survived": False}
+        {"source": "task · first user task", "count": 1, "weight": 60, "survived": False}
     ]
     main(["report", str(FA812), "--step", "126", "--json"])
     assert json.loads(capsys.readouterr().out)["compaction"] is None
