@@ -20,9 +20,11 @@ Untrusted content stays inert in every format: control and hiding characters are
 escapes the characters that would start markup, HTML escapes everything, the SVG is built from
 Rich `Text` (never markup) and JSON is escaped by its encoder plus `sanitize.json_safe`.
 
-With `redact`, every content-derived string (message text, tool names, arguments and results,
-titles, previews, descriptions, load issue reasons, model names, skipped record types) goes
-through `redact.redact` before anything is written; file paths are kept.
+With `redact`, every string of every export (message text, tool names, arguments and results,
+titles, previews, descriptions, ids, load issue reasons, model names, skipped record types, file
+paths) goes through `redact.redact` before anything is cut or written: a ledger summary redacts
+each part's first line whole and cuts after; a preview a reader already cut loses its last word
+too (`redact.redact_cut`).
 """
 
 from __future__ import annotations
@@ -30,10 +32,11 @@ from __future__ import annotations
 import html
 import io
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from rich.console import Console
@@ -43,7 +46,7 @@ from inspector.replay import Replay, Step
 from inspector.shaping import Action
 
 from .redact import redact as redact_text
-from .redact import redact_value
+from .redact import redact_cut, redact_value
 from .render import render_report
 from .sanitize import json_text, one_line, visible
 from .summary import Report
@@ -51,8 +54,6 @@ from .summary import Report
 FORMATS = ("json", "md", "html", "svg")
 SVG_WIDTH = 120
 SUMMARY_WIDTH = 100
-PATH_KEYS = frozenset({"path", "call_file", "file"})
-"""Report keys whose values are file paths: kept as they are by redaction."""
 
 FATE_WORDS: dict[Action, str] = {
     Action.TRUNCATED: "truncated",
@@ -72,9 +73,9 @@ class ExportError(ValueError):
     """An export the user asked for that cannot be made (an unknown format)."""
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerRow:
-    """One message of the ledger at a step, as the exports show it."""
+class LedgerRow(NamedTuple):
+    """One message of the ledger at a step, as the exports show it (a tuple: one is made per
+    message of the ledger, 100,000 in a long session)."""
 
     position: int
     id: str
@@ -112,18 +113,37 @@ def export(replay: Replay, fmt: str, step: int | None = None, redact: bool = Fal
 
 
 # -- redaction ---------------------------------------------------------------------------------
+READER_CUT = 120
+"""Characters a reader keeps of an abandoned branch's preview or a subagent's first task (the
+Claude Code reader cuts them so): a secret may straddle that cut, so its last word goes too."""
+CUT_KEYS = frozenset({"preview", "description"})
+"""Report keys whose values a reader may have cut to READER_CUT."""
+HEAD = 8_192
+"""Characters of a part's first line a ledger summary looks at: what is redacted, before anything
+is cut. More than any secret the patterns take whole (a key block cut here is still recognised)."""
+
+
 def _redact_dump(value: Any, key: str | None = None) -> Any:
     if isinstance(value, str):
-        return value if key in PATH_KEYS else redact_text(value)
+        return redact_cut(value, READER_CUT) if key in CUT_KEYS else redact_text(value)
     if isinstance(value, dict):
-        return {redact_text(k): _redact_dump(v, k) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            rk = redact_text(k) if isinstance(k, str) else k
+            rv = _redact_dump(v, k)
+            if rk in out and type(out[rk]) is int and type(rv) is int:
+                out[rk] += rv  # two names that differed only by a secret: one count
+            elif rk not in out:
+                out[rk] = rv
+        return out
     if isinstance(value, list):
         return [_redact_dump(v, key) for v in value]
     return value
 
 
 def redact_report(report: Report) -> Report:
-    """A copy of `report` with every content-derived string redacted (file paths kept)."""
+    """A copy of `report` with every string redacted: content, names, ids, reasons and paths (an
+    ordinary path matches no pattern, one holding a key loses the key)."""
     return msgspec.convert(_redact_dump(msgspec.to_builtins(report)), Report)
 
 
@@ -134,65 +154,117 @@ def _arguments_text(arguments: dict[str, Any] | str) -> str:
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)
 
 
+def _redact_arguments(value: Any) -> Any:
+    """`redact_value` on a call's arguments, each string cut to HEAD first (a summary shows less)."""
+    if isinstance(value, str):
+        return redact_text(value[:HEAD])
+    if isinstance(value, dict):
+        return redact_value({k: _redact_arguments(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return [_redact_arguments(v) for v in value]
+    return value
+
+
+_NON_SPACE = re.compile(r"\S")
+
+
+def _first_line(text: str) -> str:
+    """The first non-empty line of `text`, stripped, at most HEAD characters of it (without
+    splitting the rest of a large text)."""
+    m = _NON_SPACE.search(text)
+    if m is None:
+        return ""
+    lines = text[m.start() : m.start() + HEAD].splitlines()
+    return lines[0].strip() if lines else ""
+
+
 def message_summary(message: Message, redact: bool = False, width: int = SUMMARY_WIDTH) -> str:
     """One line saying what a message holds (text, tool calls, results, reasoning, media), made
-    visible; redacted before it is cut, so a secret is never left half there."""
+    visible: the first line of each part, redacted before anything is cut, so a secret is never
+    left half there."""
     parts: list[str] = []
+    seen = 0
     for b in message.blocks:
-        if isinstance(b, TextBlock) and b.text.strip():
-            parts.append(b.text)
+        if isinstance(b, TextBlock):
+            part = b.text
         elif isinstance(b, ToolCallBlock):
-            args = b.arguments if not redact else redact_value(b.arguments)
-            parts.append(f"{b.name}({_arguments_text(args)})")
+            args = _redact_arguments(b.arguments) if redact else b.arguments
+            part = f"{b.name}({_arguments_text(args)})"
         elif isinstance(b, ToolResultBlock):
-            parts.append(("[error] " if b.is_error else "") + (b.content or "[empty result]"))
+            part = ("[error] " if b.is_error else "") + (b.content or "[empty result]")
         elif isinstance(b, ReasoningBlock):
-            parts.append("[reasoning] " + (b.text or ("[redacted]" if b.redacted else "")))
+            part = "[reasoning] " + (b.text or ("[redacted]" if b.redacted else ""))
         elif isinstance(b, MediaBlock):
-            parts.append(f"[{b.type} {b.media_type}]".replace(" ]", "]"))
-        if sum(len(p) for p in parts) > 4 * width:
+            part = f"[{b.type} {b.media_type}]".replace(" ]", "]")
+        else:
+            continue
+        line = _first_line(part)
+        if line:
+            if redact:
+                line = redact_text(line)
+            line = visible(line, newlines=False)
+            parts.append(line if len(line) <= 4 * width else line[: 4 * width - 1] + "…")
+        seen += len(part)
+        if seen > 4 * width:
             break
-    text = " · ".join(one_line(p, 4 * width) for p in parts if p.strip())
-    if redact:
-        text = redact_text(text)
-    return one_line(text, width)
+    text = " · ".join(parts)  # (each part one visible, stripped line already)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _tools(message: Message) -> str:
-    names = [c.name for c in message.tool_calls] + [r.tool_name or "?" for r in message.tool_results]
-    return ", ".join(dict.fromkeys(n for n in names if n))
+    calls: list[str] = []
+    results: list[str] = []
+    for b in message.blocks:
+        if isinstance(b, ToolCallBlock):
+            calls.append(b.name)
+        elif isinstance(b, ToolResultBlock):
+            results.append(b.tool_name or "?")
+    if not calls and not results:
+        return ""
+    return ", ".join(dict.fromkeys(n for n in calls + results if n))
 
 
-def _fates(s: Step, message_id: str) -> tuple[str, ...]:
-    out: list[str] = []
+def _layer_fates(s: Step) -> list[tuple[frozenset[str], dict[str, str]]]:
+    """Per layer of step `s`, in pipeline order: the ids in the view it was given, and the fate
+    word of each message it decided on (its last change, else its last decision). One pass over
+    each view and each layer's decisions, so the table costs the same per message at any size
+    (it looked every message up in every view: quadratic in the messages of a segment)."""
+    out: list[tuple[frozenset[str], dict[str, str]]] = []
     view: Sequence[Message] = s.result.input
     for layer in s.result.layers:
-        present = any(m.id == message_id for m in view)
-        decided = [d for d in layer.decisions if d.message_id == message_id]
-        changed = [d for d in decided if d.action.changed]
-        if changed:
-            out.append(FATE_WORDS[changed[-1].action])
-        elif decided:
-            out.append(FATE_WORDS[decided[-1].action])
-        else:
-            out.append(UNTOUCHED if present else GONE)
+        words: dict[str, str] = {}
+        changed: set[str] = set()
+        for d in layer.decisions:
+            if d.action.changed:
+                words[d.message_id] = FATE_WORDS[d.action]
+                changed.add(d.message_id)
+            elif d.message_id not in changed:
+                words[d.message_id] = FATE_WORDS[d.action]
+        out.append((frozenset(m.id for m in view), words))
         view = layer.view
-    return tuple(out)
+    return out
+
+
+def _fates(layers: Sequence[tuple[frozenset[str], dict[str, str]]], message_id: str) -> tuple[str, ...]:
+    return tuple(
+        words.get(message_id) or (UNTOUCHED if message_id in present else GONE) for present, words in layers
+    )
 
 
 def ledger_table(replay: Replay, step: int, redact: bool = False) -> LedgerTable:
     """The ledger replay holds at request `step`, one row per message with its fate in each layer."""
     s = replay.step(step)
     sent = {m.id for m in s.sent}
+    layers = _layer_fates(s)
     rows = tuple(
         LedgerRow(
             position=i,
-            id=m.id,
+            id=redact_text(m.id) if redact else m.id,
             role="tool result" if m.is_tool_result else ("summary" if m.is_summary else m.role.value),
             tool=redact_text(_tools(m)) if redact else _tools(m),
             summary=message_summary(m, redact),
             weight=s.weights.get(m.id),
-            fates=_fates(s, m.id),
+            fates=_fates(layers, m.id),
             sent=m.id in sent,
         )
         for i, m in enumerate(s.ledger)
@@ -317,9 +389,14 @@ def _title(report: Report) -> str:
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|~&$"})
 
 
+_MD_PLAIN_ASCII = re.compile(r"[^\\`*_\[\]<>|~&$\x00-\x1f\x7f]*")
+
+
 def md(text: str) -> str:
     """Untrusted text for one Markdown table cell or line: visible, on one line, nothing it holds
     can start markup (emphasis, links, images, HTML, code, table cells)."""
+    if text.isascii() and _MD_PLAIN_ASCII.fullmatch(text):
+        return text  # (nothing to escape or make visible: most cells are numbers and words)
     return visible(text, newlines=False).translate(_MD_SPECIAL)
 
 
@@ -416,8 +493,13 @@ p.note { color: #57606a; }
 """
 
 
+_HTML_PLAIN_ASCII = re.compile(r"[^&<>\"'\x00-\x08\x0b-\x1f\x7f]*")
+
+
 def h(text: str) -> str:
     """Untrusted text for HTML: visible, then every special character escaped."""
+    if text.isascii() and _HTML_PLAIN_ASCII.fullmatch(text):
+        return text  # (nothing to escape or make visible: most cells are numbers and words)
     return html.escape(visible(text), quote=True)
 
 
@@ -427,10 +509,18 @@ def _cell(text: str, cls: str = "") -> str:
 
 def _html_table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[int] = ()) -> str:
     out = ["<table>", "<tr>" + "".join(f"<th>{h(c)}</th>" for c in head) + "</tr>"]
+    opens = [('<td class="num">' if i in numeric else "<td>") for i in range(len(head))]
+    seen: dict[str, str] = {}  # cells repeat (models, segments, "—"): each is escaped once
     for row in rows:
-        out.append(
-            "<tr>" + "".join(_cell(c, "num" if i in numeric else "") for i, c in enumerate(row)) + "</tr>"
-        )
+        cells = []
+        for i, c in enumerate(row):
+            e = seen.get(c)
+            if e is None:
+                e = h(c)
+                if len(seen) < 4096:
+                    seen[c] = e
+            cells.append(opens[i] + e + "</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table>")
     return "\n".join(out)
 
@@ -482,19 +572,21 @@ def to_html(report: Report, table: LedgerTable | None) -> str:
             f"<h2>Ledger at request {table.step} ({len(table.rows):,} messages, {n_sent:,} sent)</h2>"
         )
         rows = ["<table>", "<tr>" + "".join(f"<th>{h(c)}</th>" for c in _ledger_head(table)) + "</tr>"]
+        # a row's role, tool and (fates, sent) take few values: each is made once
+        ends: dict[tuple[tuple[str, ...], bool], str] = {}
+        words: dict[str, str] = {}
         for r in table.rows:
-            cells = _ledger_cells(r)
-            fixed = cells[:5]
+            end = ends.get((r.fates, r.sent))
+            if end is None:
+                end = ends[(r.fates, r.sent)] = "".join(_cell(f, _fate_class(f)) for f in r.fates) + _cell(
+                    "yes" if r.sent else "no"
+                )
+            role = words.get(r.role) or words.setdefault(r.role, h(r.role))
+            tool = words.get(r.tool) or words.setdefault(r.tool, h(r.tool))
+            msg = h(f"{r.id}: {r.summary}" if r.summary else r.id)
             rows.append(
-                "<tr>"
-                + _cell(fixed[0], "num")
-                + _cell(fixed[1], "msg")
-                + _cell(fixed[2])
-                + _cell(fixed[3])
-                + _cell(fixed[4], "num")
-                + "".join(_cell(f, _fate_class(f)) for f in r.fates)
-                + _cell(cells[-1])
-                + "</tr>"
+                f'<tr><td class="num">{r.position}</td><td class="msg">{msg}</td><td>{role}</td>'
+                f'<td>{tool}</td><td class="num">{_n(r.weight)}</td>{end}</tr>'
             )
         rows.append("</table>")
         body.append("\n".join(rows))

@@ -1,0 +1,153 @@
+"""`export` against `report` on one long chain (issue 31: export was quadratic in the messages of a
+segment, 576 s for html at 100,000 lines where `report` took 1.7 s).
+
+    python -m benchmarks.export                  # 100,000 lines, html and md, best of 2
+    python -m benchmarks.export --lines 20000 --repeat 3
+
+The chain is one segment, no compaction: a user prompt, a tool call, its result and an answer per
+four lines, every assistant line with its usage (so each is a request), contexts under the
+auto-compact line (one segment to the end). Both commands run as child
+processes on the same file in the same run, alternating, and the figure is the ratio of their best
+walls: the target is at most RATIO_TARGET. The file is cached under benchmarks/out/ by its length.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+from .runner import PY, Figure, timed_child
+from .synth import OUT
+
+RATIO_TARGET = 3.0
+"""html export of the chain within this many times `report` on the same file (issue 31)."""
+CONTEXT_LOW = 30_000
+CONTEXT_CYCLE = 5_000
+"""Contexts climb from CONTEXT_LOW by 16 tokens a line and start over every CONTEXT_CYCLE lines
+(110,000 at most: under Claude Code's auto-compact line, so no request compacts the chain and the
+last request's ledger is all 100,000 messages, as in the issue's chain)."""
+FULL_LINES = 100_000
+SMALL_LINES = 20_000
+
+
+def chain_records(lines: int) -> list[dict[str, object]]:
+    """`lines` Claude Code records of one unbroken chain: prompt, tool call, result, answer."""
+    records: list[dict[str, object]] = []
+    parent: str | None = None
+    for i in range(lines):
+        uid = f"00000000-0000-4000-8000-{i:012d}"
+        n = i // 4
+        base = {
+            "uuid": uid,
+            "parentUuid": parent,
+            "sessionId": "bench-export",
+            "timestamp": "2026-01-01T00:00:00Z",
+        }
+        phase = i % 4
+        if phase == 0:
+            rec = {
+                **base,
+                "type": "user",
+                "message": {"role": "user", "content": f"step {n}: look at src/mod_{n}.py"},
+            }
+        elif phase == 2:
+            content = [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": f"toolu_{n}",
+                    "content": f"def f_{n}():\n    return {n}\n",
+                }
+            ]
+            rec = {**base, "type": "user", "message": {"role": "user", "content": content}}
+        else:
+            context = CONTEXT_LOW + (i % CONTEXT_CYCLE) * 16
+            if phase == 1:
+                content = [
+                    {
+                        "type": "tool_use",
+                        "id": f"toolu_{n}",
+                        "name": "Read",
+                        "input": {"file_path": f"src/mod_{n}.py"},
+                    }
+                ]
+            else:
+                content = [{"type": "text", "text": f"mod_{n} returns {n}."}]
+            usage = {"input_tokens": 3, "cache_read_input_tokens": context, "output_tokens": 12}
+            message = {
+                "id": f"msg_{i}",
+                "model": "claude-sonnet-4-5",
+                "role": "assistant",
+                "content": content,
+                "usage": usage,
+            }
+            rec = {**base, "type": "assistant", "message": message}
+        records.append(rec)
+        parent = uid
+    return records
+
+
+def chain(lines: int, out: Path = OUT) -> Path:
+    """The cached chain of `lines` lines (written on first use)."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"export-chain-{lines}.jsonl"
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            for rec in chain_records(lines):
+                fh.write(json.dumps(rec) + "\n")
+        tmp.replace(path)
+    return path
+
+
+def bench_export(lines: int, repeat: int, formats: tuple[str, ...] = ("html", "md")) -> list[Figure]:
+    """One figure per format: its export's best wall over `report`'s best wall, same file, same run."""
+    path = str(chain(lines))
+    report: list[float] = []
+    walls: dict[str, list[float]] = {fmt: [] for fmt in formats}
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(repeat):
+            report.append(timed_child([PY, "-m", "inspector", "report", path])[0])
+            for fmt in formats:
+                target = str(Path(tmp) / f"out.{fmt}")
+                walls[fmt].append(
+                    timed_child([PY, "-m", "inspector", "export", path, "--format", fmt, "-o", target])[0]
+                )
+    floor = min(report)
+    figs = []
+    for fmt in formats:
+        best = min(walls[fmt])
+        ratio = best / floor
+        figs.append(
+            Figure(
+                name=f"export --format {fmt}, {lines:,}-line chain",
+                target=f"<= {RATIO_TARGET:g}x report" if fmt == "html" else "(comparison)",
+                measured=best,
+                unit="s",
+                floor=floor,
+                floor_what="report, same file",
+                ratio=ratio,
+                passed=ratio <= RATIO_TARGET if fmt == "html" else None,
+                detail={"walls": walls[fmt], "report_walls": report},
+            )
+        )
+    return figs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.export", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--lines", type=int, default=FULL_LINES, help=f"lines of the chain (default {FULL_LINES:,})"
+    )
+    parser.add_argument("--repeat", type=int, default=2, help="runs of each command (the best counts)")
+    args = parser.parse_args(argv)
+    figs = bench_export(args.lines, args.repeat)
+    for f in figs:
+        print(" | ".join(f.cells()))
+    return 1 if any(f.passed is False for f in figs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
