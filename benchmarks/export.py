@@ -25,10 +25,10 @@ from .synth import OUT
 RATIO_TARGET = 3.0
 """html export of the chain within this many times `report` on the same file (issue 31)."""
 CONTEXT_LOW = 30_000
-CONTEXT_CYCLE = 5_000
-"""Contexts climb from CONTEXT_LOW by 16 tokens a line and start over every CONTEXT_CYCLE lines
-(110,000 at most: under Claude Code's auto-compact line, so no request compacts the chain and the
-last request's ledger is all 100,000 messages, as in the issue's chain)."""
+"""The first request's context; each line adds 0.8 tokens (110,000 at 100,000 lines): under
+Claude Code's auto-compact line, so nothing compacts the chain and the last request's ledger holds
+every message, as in the issue's chain. (A context that drops within a segment makes calibration
+take the difference off every older message: a cost of its own, not export's.)"""
 FULL_LINES = 100_000
 SMALL_LINES = 20_000
 
@@ -63,7 +63,7 @@ def chain_records(lines: int) -> list[dict[str, object]]:
             ]
             rec = {**base, "type": "user", "message": {"role": "user", "content": content}}
         else:
-            context = CONTEXT_LOW + (i % CONTEXT_CYCLE) * 16
+            context = CONTEXT_LOW + i * 4 // 5
             if phase == 1:
                 content = [
                     {

@@ -384,9 +384,13 @@ def _cmd_findings(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from inspector.report.export import ExportError, export
+    from inspector.report.export import ExportError, export, output_clash
 
-    replay = _replay(_load(args.path), args)
+    transcript = _load(args.path)
+    clash = output_clash(args.output, args.path, transcript) if args.output is not None else None
+    if clash is not None:
+        raise UserError(f"refusing to write the export: {clash}")
+    replay = _replay(transcript, args)
     try:
         text = export(replay, args.format, step=args.step, redact=args.redact)
     except ExportError as exc:
@@ -395,8 +399,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     out = Path(args.output)
-    if out.resolve() == Path(args.path).resolve():
-        raise UserError("refusing to write the export over the transcript")
     try:
         out.write_text(text, encoding="utf-8")
     except OSError as exc:

@@ -32,16 +32,25 @@ from __future__ import annotations
 import html
 import io
 import json
+import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import Path, PurePath
 from typing import Any, NamedTuple
 
 import msgspec
 from rich.console import Console
 
-from inspector.model import MediaBlock, Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from inspector.model import (
+    MediaBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Transcript,
+)
 from inspector.replay import Replay, Step
 from inspector.shaping import Action
 
@@ -110,6 +119,78 @@ def export(replay: Replay, fmt: str, step: int | None = None, redact: bool = Fal
         return to_svg(report)
     table = ledger_table(replay, k, redact) if k is not None else None
     return to_markdown(report, table) if kind == "md" else to_html(report, table)
+
+
+# -- never over an input -------------------------------------------------------------------------
+DB_SIBLINGS = ("-wal", "-shm", "-journal")
+"""Files SQLite keeps beside a database: an export written as one would be read as its log."""
+
+
+def _files_under(folder: Path) -> Iterator[Path]:
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            yield Path(root) / name
+
+
+def input_files(path: str, transcript: Transcript) -> tuple[list[Path], list[Path]]:
+    """What reading `path` (as `transcript`) took in: (files, folders whose every file counts).
+
+    Files: the path, the transcript's own file, its subagents' files, compaction call files,
+    every file a message or a load issue came from, a database's -wal/-shm/-journal (present or
+    not). Folders: the path when it is one (a session folder, the folder holding a database) and
+    a Claude Code session's own folder beside its file (subagents, their meta files, tool results)."""
+    p = Path(path)
+    files: set[Path] = set()
+    folders: list[Path] = []
+    if p.is_dir():
+        folders.append(p)
+    else:
+        files.add(p)
+    named = {transcript.path, *(s.path for s in transcript.subagents if s.path)}
+    named |= {e.call_file for e in transcript.events if e.call_file}
+    named |= {i.file for i in transcript.load_issues}
+    named |= {m.origin.file for m in transcript.messages if m.origin is not None}
+    for name in named:
+        f = Path(name)
+        files.add(f)
+        if f.suffix == ".db" or f.name.endswith(".sqlite"):
+            files.update(f.with_name(f.name + suffix) for suffix in DB_SIBLINGS)
+    own = Path(transcript.path)
+    if own.suffix == ".jsonl" and own.with_suffix("").is_dir():
+        folders.append(own.with_suffix(""))
+    return sorted(files), folders
+
+
+def output_clash(output: str, path: str, transcript: Transcript) -> str | None:
+    """The input `output` would overwrite or write into (the same file by path, hard link or
+    symbolic link; or a file inside a folder that was read), or None when it is none of them."""
+    out = Path(output)
+    try:
+        target = out.resolve()
+    except (OSError, RuntimeError):
+        return None  # (a link loop: the write fails with its own message)
+    try:
+        st = out.stat()
+        inode: tuple[int, int] | None = (st.st_dev, st.st_ino)
+    except OSError:
+        inode = None
+    files, folders = input_files(path, transcript)
+    for folder in folders:
+        base = folder.resolve()
+        if target == base or base in target.parents:
+            return f"{output} is inside {folder}, which was read as the transcript"
+    candidates = [*files, *(f for folder in folders for f in _files_under(folder))]
+    for f in candidates:
+        try:
+            if f.resolve() == target:
+                return f"{output} is {f}, an input of the transcript"
+            if inode is not None:
+                fs = f.stat()
+                if (fs.st_dev, fs.st_ino) == inode:
+                    return f"{output} is the same file as {f}, an input of the transcript"
+        except OSError:
+            continue
+    return None
 
 
 # -- redaction ---------------------------------------------------------------------------------
@@ -224,52 +305,75 @@ def _tools(message: Message) -> str:
     return ", ".join(dict.fromkeys(n for n in calls + results if n))
 
 
-def _layer_fates(s: Step) -> list[tuple[frozenset[str], dict[str, str]]]:
-    """Per layer of step `s`, in pipeline order: the ids in the view it was given, and the fate
-    word of each message it decided on (its last change, else its last decision). One pass over
-    each view and each layer's decisions, so the table costs the same per message at any size
-    (it looked every message up in every view: quadratic in the messages of a segment)."""
-    out: list[tuple[frozenset[str], dict[str, str]]] = []
-    view: Sequence[Message] = s.result.input
-    for layer in s.result.layers:
-        words: dict[str, str] = {}
-        changed: set[str] = set()
-        for d in layer.decisions:
-            if d.action.changed:
-                words[d.message_id] = FATE_WORDS[d.action]
-                changed.add(d.message_id)
-            elif d.message_id not in changed:
-                words[d.message_id] = FATE_WORDS[d.action]
-        out.append((frozenset(m.id for m in view), words))
-        view = layer.view
-    return out
+class _Fates:
+    """The fate of each message of step `s` in each layer, in pipeline order: its last change,
+    else its last decision, else UNTOUCHED if the layer was given it and GONE if not.
+
+    One pass over each layer's view and decisions (it looked every message up in every view:
+    quadratic in the messages of a segment); a message no layer decided on and every layer was
+    given (most of them) gets the one all-untouched tuple."""
+
+    def __init__(self, s: Step) -> None:
+        self.layers: list[tuple[frozenset[str], dict[str, str]]] = []
+        ledger = {m.id for m in s.ledger}
+        special: set[str] = set()
+        view: Sequence[Message] = s.result.input
+        for layer in s.result.layers:
+            words: dict[str, str] = {}
+            changed: set[str] = set()
+            for d in layer.decisions:
+                if d.action.changed:
+                    words[d.message_id] = FATE_WORDS[d.action]
+                    changed.add(d.message_id)
+                elif d.message_id not in changed:
+                    words[d.message_id] = FATE_WORDS[d.action]
+            present = frozenset(m.id for m in view)
+            self.layers.append((present, words))
+            special |= words.keys()
+            special |= ledger - present
+            view = layer.view
+        self.special = frozenset(special)
+        self.untouched = (UNTOUCHED,) * len(self.layers)
+
+    def of(self, message_id: str) -> tuple[str, ...]:
+        if message_id not in self.special:
+            return self.untouched
+        return tuple(
+            words.get(message_id) or (UNTOUCHED if message_id in present else GONE)
+            for present, words in self.layers
+        )
 
 
-def _fates(layers: Sequence[tuple[frozenset[str], dict[str, str]]], message_id: str) -> tuple[str, ...]:
-    return tuple(
-        words.get(message_id) or (UNTOUCHED if message_id in present else GONE) for present, words in layers
-    )
+def _role(m: Message) -> str:
+    blocks = m.blocks
+    if blocks and isinstance(blocks[0], ToolResultBlock | MediaBlock) and m.is_tool_result:
+        return "tool result"
+    return "summary" if m.is_summary else m.role.value
 
 
 def ledger_table(replay: Replay, step: int, redact: bool = False) -> LedgerTable:
     """The ledger replay holds at request `step`, one row per message with its fate in each layer."""
     s = replay.step(step)
     sent = {m.id for m in s.sent}
-    layers = _layer_fates(s)
-    rows = tuple(
-        LedgerRow(
-            position=i,
-            id=redact_text(m.id) if redact else m.id,
-            role="tool result" if m.is_tool_result else ("summary" if m.is_summary else m.role.value),
-            tool=redact_text(_tools(m)) if redact else _tools(m),
-            summary=message_summary(m, redact),
-            weight=s.weights.get(m.id),
-            fates=_fates(layers, m.id),
-            sent=m.id in sent,
+    fates = _Fates(s)
+    weights = s.weights  # (a property that looks the step's weights up: once, not per row)
+    rows = []
+    for i, m in enumerate(s.ledger):
+        mid = m.id
+        tools = _tools(m)
+        rows.append(
+            LedgerRow(
+                i,
+                redact_text(mid) if redact else mid,
+                _role(m),
+                redact_text(tools) if redact and tools else tools,
+                message_summary(m, redact),
+                weights.get(mid),
+                fates.of(mid),
+                mid in sent,
+            )
         )
-        for i, m in enumerate(s.ledger)
-    )
-    return LedgerTable(step=step, layers=tuple(layer.label for layer in s.result.layers), rows=rows)
+    return LedgerTable(step=step, layers=tuple(layer.label for layer in s.result.layers), rows=tuple(rows))
 
 
 # -- shared facts --------------------------------------------------------------------------------
