@@ -33,7 +33,7 @@ SHAPES: tuple[Shape, ...] = (
     _shape(
         "anthropic key",
         "export ANTHROPIC_API_KEY={}",
-        "sk-ant-api03-Xy7Q2abcdefGHIJKLmnopqrSTUVwxyz0123456789ABCDEFghijklMNOPqrstUVWXyz0123456789abcdefGHIJKLmnopQRSTuvAA",
+        "sk-ant-api03-Xy7Q2hVbK9wLmZ4pR8tN3cF6jD1sG5aE0uY2iO7qW4xB9vM3kT6nH8rJ1fC5gL0dS2zP7yA4eU9wQ3mX6bV1tK8hN5jR2cF7AA",
     ),
     _shape(
         "openai key",
@@ -46,7 +46,7 @@ SHAPES: tuple[Shape, ...] = (
     _shape(
         "stripe restricted key",
         "$ curl https://api.stripe.com/v1/charges -u {}: -d amount=2000",
-        "rk_live_51HqLyjWDarjtT1zdQrStUvWxYz0123456789AbCdEf",
+        "rk_live_51HqLyjWDarjtT1zdQrStUvWxYz7Kp2Mw9Lx4Nb6AbCdEf",
     ),
     _shape(
         "github token in a remote",
@@ -56,7 +56,7 @@ SHAPES: tuple[Shape, ...] = (
     _shape(
         "github fine-grained token",
         "GH_TOKEN={} gh release create v1.4.2",
-        "github_pat_11ABCDEFG0aBcDeFgHiJkL_mNoPqRsTuVwXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ012345678",
+        "github_pat_11ABCDEFG0aBcDeFgHiJkL_mNoPqRsTuVwXyZ8f3k2m9x7q1aBcDeFgHiJkLmNoPqRsTuVwXyZ4h7j1k5l9",
     ),
     _shape(
         "gitlab token",
@@ -69,7 +69,7 @@ SHAPES: tuple[Shape, ...] = (
         "$ huggingface-cli login --token {} --add-to-git-credential",
         "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",
     ),
-    _shape("slack bot token", "SLACK_BOT_TOKEN={}", "xoxb-2486729183-5739184620394-Hk3mWq9ZpL2xVn7RtY5sB8dC"),
+    _shape("slack bot token", "SLACK_BOT_TOKEN={}", "xoxb-2486729183-4062817593046-Hk3mWq9ZpL2xVn7RtY5sB8dC"),
     _shape(
         "slack app token",
         "SLACK_APP_TOKEN={}",
@@ -164,9 +164,9 @@ SHAPES: tuple[Shape, ...] = (
     _shape(
         "sendgrid key",
         "SENDGRID_API_KEY={}",
-        "SG.aBcDeFgHiJkLmNoPqRsTuV.wXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ012",
+        "SG.aBcDeFgHiJkLmNoPqRsTuV.wXyZ7k3m9p2q8r4s6t1aBcDeFgHiJkLmNoPqRsTuVwXyZ5h9",
     ),
-    _shape("twilio key", "TWILIO_API_KEY={}", "SK0123456789abcdef0123456789abcdef"),
+    _shape("twilio key", "TWILIO_API_KEY={}", "SK8f3e1a9c7b5d2e4f6a0c8e1b3d5f7a9c"),
     _shape("yaml password", '  password: "{}"', "n0t-s0-s3cret!Qx"),
     _shape(
         "netrc",
@@ -185,11 +185,11 @@ SHAPES: tuple[Shape, ...] = (
         "AZURE_STORAGE=DefaultEndpointsProtocol=https;AccountName=acmestore;AccountKey={};EndpointSuffix=core.windows.net",
         "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==",
     ),
-    _shape("telegram bot token", "TELEGRAM_BOT_TOKEN={}", "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ"),
+    _shape("telegram bot token", "TELEGRAM_BOT_TOKEN={}", "583920174:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ"),
     _shape(
         "digitalocean token",
         "DIGITALOCEAN_TOKEN={}",
-        "dop_v1_4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a",
+        "dop_v1_9e3b7d1f5a8c2e6b0d4f8a2c6e0b4d8f1a5c9e3b7d1f5a9c3e7b1d5f9a3c7e1b",
     ),
     _shape("vault token", "export VAULT_TOKEN={}", "hvs.CAESIJ3kL9mN2pQ5rS8tU1vW4xY7zA0bC3dE6fG9hI"),
     _shape(
@@ -199,7 +199,7 @@ SHAPES: tuple[Shape, ...] = (
     ),
     _shape("groq key", "GROQ_API_KEY={}", "gsk_Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz1Xc3Vb5Nm7Qw9Er1Ty3Ui5Op"),
     _shape("google oauth client secret", '  "client_secret": "{}",', "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"),
-    _shape("camelCase api key", '  apiKey: "{}",', "AbCdEf0123456789GhIjKl"),
+    _shape("camelCase api key", '  apiKey: "{}",', "AbCdEf7k3m9p2q8rGhIjKl"),
     _shape("x-auth-token header", "X-Auth-Token: {}", "7c1e9a3f5b2d8e4a6c0f9b7d"),
 )
 """Each realistic line and the secrets it holds."""

@@ -269,8 +269,10 @@ def message_summary(message: Message, redact: bool = False, width: int = SUMMARY
         if isinstance(b, TextBlock):
             part = b.text
         elif isinstance(b, ToolCallBlock):
-            args = _redact_arguments(b.arguments) if redact else b.arguments
-            part = f"{b.name}({_arguments_text(args)})"
+            if redact:  # each on its own: a name glued to its arguments is no `NAME=value`
+                part = f"{redact_text(b.name[:HEAD])}({_arguments_text(_redact_arguments(b.arguments))})"
+            else:
+                part = f"{b.name}({_arguments_text(b.arguments)})"
         elif isinstance(b, ToolResultBlock):
             part = ("[error] " if b.is_error else "") + (b.content or "[empty result]")
         elif isinstance(b, ReasoningBlock):
