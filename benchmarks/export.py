@@ -6,15 +6,17 @@ segment, 576 s for html at 100,000 lines where `report` took 1.7 s).
 
 The chain is one segment, no compaction: a user prompt, a tool call, its result and an answer per
 four lines, every assistant line with its usage (so each is a request), contexts under the
-auto-compact line (one segment to the end). Both commands run as child
-processes on the same file in the same run, alternating, and the figure is the ratio of their best
-walls: the target is at most RATIO_TARGET. The file is cached under benchmarks/out/ by its length.
+auto-compact line (one segment to the end). Both commands run as child processes on the same file
+in the same run, alternating, and the figure is the ratio of their best times: at most
+RATIO_TARGET, of CPU seconds (the machines are shared: a busy neighbour stretches walls, not CPU
+time; the walls are shown). The file is cached under benchmarks/out/ by its length.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import sys
 import tempfile
 from pathlib import Path
@@ -102,35 +104,59 @@ def chain(lines: int, out: Path = OUT) -> Path:
     return path
 
 
+def _cpu_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _timed(args: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of a command run as a child (its CPU time counts every process
+    it waited for: the launcher and the command)."""
+    cpu = _cpu_children()
+    wall = timed_child(args)[0]
+    return wall, _cpu_children() - cpu
+
+
 def bench_export(lines: int, repeat: int, formats: tuple[str, ...] = ("html", "md")) -> list[Figure]:
-    """One figure per format: its export's best wall over `report`'s best wall, same file, same run."""
+    """One figure per format: its export's best time over `report`'s best, same file, same run.
+
+    Measured: the wall. Judged: the ratio of CPU seconds, which two commands sharing a busy
+    machine with other work do not change (a wall ratio is shown beside it)."""
     path = str(chain(lines))
-    report: list[float] = []
-    walls: dict[str, list[float]] = {fmt: [] for fmt in formats}
+    report: list[tuple[float, float]] = []
+    runs: dict[str, list[tuple[float, float]]] = {fmt: [] for fmt in formats}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(repeat):
-            report.append(timed_child([PY, "-m", "inspector", "report", path])[0])
+            report.append(_timed([PY, "-m", "inspector", "report", path]))
             for fmt in formats:
                 target = str(Path(tmp) / f"out.{fmt}")
-                walls[fmt].append(
-                    timed_child([PY, "-m", "inspector", "export", path, "--format", fmt, "-o", target])[0]
+                runs[fmt].append(
+                    _timed([PY, "-m", "inspector", "export", path, "--format", fmt, "-o", target])
                 )
-    floor = min(report)
+    floor_wall = min(w for w, _ in report)
+    floor_cpu = min(c for _, c in report)
     figs = []
     for fmt in formats:
-        best = min(walls[fmt])
-        ratio = best / floor
+        wall = min(w for w, _ in runs[fmt])
+        cpu = min(c for _, c in runs[fmt])
+        ratio = cpu / floor_cpu
         figs.append(
             Figure(
                 name=f"export --format {fmt}, {lines:,}-line chain",
-                target=f"<= {RATIO_TARGET:g}x report" if fmt == "html" else "(comparison)",
-                measured=best,
+                target=f"<= {RATIO_TARGET:g}x report (CPU)" if fmt == "html" else "(comparison)",
+                measured=wall,
                 unit="s",
-                floor=floor,
+                floor=floor_wall,
                 floor_what="report, same file",
                 ratio=ratio,
                 passed=ratio <= RATIO_TARGET if fmt == "html" else None,
-                detail={"walls": walls[fmt], "report_walls": report},
+                detail={
+                    "cpu_seconds": cpu,
+                    "report_cpu_seconds": floor_cpu,
+                    "wall_ratio": wall / floor_wall,
+                    "runs": runs[fmt],
+                    "report_runs": report,
+                },
             )
         )
     return figs

@@ -51,6 +51,7 @@ from inspector.model import (
     ToolResultBlock,
     Transcript,
 )
+from inspector.model.bulk import paused_gc
 from inspector.replay import Replay, Step
 from inspector.shaping import Action
 
@@ -117,8 +118,9 @@ def export(replay: Replay, fmt: str, step: int | None = None, redact: bool = Fal
         return json_text(report) + "\n"
     if kind == "svg":
         return to_svg(report)
-    table = ledger_table(replay, k, redact) if k is not None else None
-    return to_markdown(report, table) if kind == "md" else to_html(report, table)
+    with paused_gc():  # a row (tuples, lists) per message: nothing to collect, only to rescan
+        table = ledger_table(replay, k, redact) if k is not None else None
+        return to_markdown(report, table) if kind == "md" else to_html(report, table)
 
 
 # -- never over an input -------------------------------------------------------------------------
@@ -247,6 +249,8 @@ def _redact_arguments(value: Any) -> Any:
 
 
 _NON_SPACE = re.compile(r"\S")
+_PLAIN_LINE = re.compile(r"[\x20-\x7e]*")
+"""Printable ASCII without a line break: a text that is its own one visible line."""
 
 
 def _first_line(text: str) -> str:
@@ -263,9 +267,18 @@ def message_summary(message: Message, redact: bool = False, width: int = SUMMARY
     """One line saying what a message holds (text, tool calls, results, reasoning, media), made
     visible: the first line of each part, redacted before anything is cut, so a secret is never
     left half there."""
+    blocks = message.blocks
+    if len(blocks) == 1 and type(blocks[0]) is TextBlock:
+        text = blocks[0].text
+        if len(text) <= width and _PLAIN_LINE.fullmatch(text):
+            # one short line of plain ASCII (most prompts and answers): nothing to split or escape
+            line = text.strip()
+            if redact:
+                line = visible(redact_text(line), newlines=False)
+            return line if len(line) <= width else line[: width - 1] + "…"
     parts: list[str] = []
     seen = 0
-    for b in message.blocks:
+    for b in blocks:
         if isinstance(b, TextBlock):
             part = b.text
         elif isinstance(b, ToolCallBlock):
@@ -469,6 +482,31 @@ def _request_rows(report: Report) -> list[list[str]]:
         ]
         for r in report.requests
     ]
+
+
+def _html_requests(report: Report) -> str:
+    """The context-per-request table: `_html_table` of `_request_rows`, written out (one row per
+    request: tens of thousands). Only the model is transcript text; the rest are our numbers."""
+    models: dict[str, str] = {}
+    out = [
+        "<table>",
+        "<tr>"
+        + "".join(f"<th>{c}</th>" for c in ("request", "context", "output", "spent so far", "segment", "model"))
+        + "</tr>",
+    ]
+    for r in report.requests:
+        model = r.model or "—"
+        m = models.get(model)
+        if m is None:
+            m = models[model] = h(model)
+        est = " (est.)" if r.estimated else ""
+        out.append(
+            f'<tr><td class="num">{r.index}</td><td class="num">{_n(r.context_tokens)}{est}</td>'
+            f'<td class="num">{_n(r.output_tokens)}</td><td class="num">{r.cumulative_tokens:,}</td>'
+            f'<td class="num">{r.segment}</td><td>{m}</td></tr>'
+        )
+    out.append("</table>")
+    return "\n".join(out)
 
 
 def _ledger_head(table: LedgerTable) -> list[str]:
@@ -742,11 +780,7 @@ def to_html(report: Report, table: LedgerTable | None) -> str:
     if report.requests:
         body.append("<h2>Context per request</h2>")
         body.append(
-            _html_table(
-                ("request", "context", "output", "spent so far", "segment", "model"),
-                _request_rows(report),
-                numeric=(0, 1, 2, 3, 4),
-            )
+            _html_requests(report)
         )
     if report.load_issues:
         body.append(f"<h2>Load issues ({len(report.load_issues):,})</h2>")
