@@ -17,6 +17,9 @@ from __future__ import annotations
 import html
 import json
 import re
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -369,3 +372,80 @@ def test_values_under_a_secret_name_go_whole() -> None:
     assert secret_name("X-API-Key") and not secret_name("max_tokens") and not secret_name("bypass")
     out = redact_value({"password": "correct horse battery staple", "user": "alice", "n": 3})
     assert out == {"password": marker("secret"), "user": "alice", "n": 3}
+
+
+# -- time: linear in the text, whatever it holds ---------------------------------------------------
+HOSTILE = {
+    "camel-case run": "aBc",
+    "dotted run after a scheme": "https://" + "a.",
+    "snake-case run": "a_",
+    "key after key": "key",
+    "curl after curl": "curl ",
+    "mysql after mysql": "mysql ",
+    "assignment after assignment": "a=1,",
+    "secret assignments": "password=x ",
+    "jwt heads": "eyJ",
+    "key blocks without an end": "-----BEGIN PRIVATE KEY-----\nAAAA\n",
+    "cookies": "Cookie: a=bbbbbbbb;",
+    "csv header lines": "password,token\n",
+    "url credentials": "http://a:b@",
+    "authorization headers": "Authorization: ",
+    "open quotes": 'password="',
+}
+"""Texts that make a careless pattern scan on from every place it could start."""
+
+
+GROWTH_PROBE = """
+import re, sys, time
+from inspector.report.redact import redact
+FLOOR = re.compile(r"(?<![A-Za-z0-9_.-])\\x00{4}")  # one look at every character, never a match
+def seconds(fn):
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+def relative(text):  # redaction's time over the floor's on the same text (caches cost both alike)
+    return seconds(lambda: redact(text)) / seconds(lambda: FLOOR.search(text))
+body = sys.argv[1]
+n = 30_000 // len(body)
+small = "password=1 " + body * n
+large = "password=1 " + body * (16 * n)
+print(relative(large) / relative(small))
+"""
+"""Prints how much more redacting a text 16 times as long costs, against a single pass over it."""
+
+
+@pytest.mark.parametrize("body", list(HOSTILE.values()), ids=list(HOSTILE))
+def test_redaction_time_grows_linearly(body: str) -> None:
+    """Sixteen times the text (30 KB, then 480 KB) costs about sixteen times as much, as a single
+    pass over it does (a few times more as the text outgrows the caches): a pattern that rescans
+    from every start costs sixteen times more again. In a child process with a time limit, so
+    such a pattern fails the test instead of holding it for hours."""
+
+    def growth() -> float:
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", GROWTH_PROBE, body],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=True,
+            )
+        except subprocess.TimeoutExpired:
+            return float("inf")
+        return float(done.stdout)
+
+    ratio = growth()
+    if 6 < ratio < float("inf"):
+        ratio = growth()  # a shared machine: measure once more
+    assert ratio <= 6, f"{ratio:.1f}x the floor's growth"
+
+
+def test_no_pattern_backtracks_exponentially() -> None:
+    """A name of many camel-case humps before an assignment once took seconds per hump pair
+    added (2.6 s at 22): it is one linear pass now (a bound a million times what it takes)."""
+    t0 = time.perf_counter()
+    assert redact("aB" * 40 + "x password=hunter2x") == "aB" * 40 + "x password=" + marker("secret")
+    assert time.perf_counter() - t0 < 1.0

@@ -491,7 +491,9 @@ def _html_requests(report: Report) -> str:
     out = [
         "<table>",
         "<tr>"
-        + "".join(f"<th>{c}</th>" for c in ("request", "context", "output", "spent so far", "segment", "model"))
+        + "".join(
+            f"<th>{c}</th>" for c in ("request", "context", "output", "spent so far", "segment", "model")
+        )
         + "</tr>",
     ]
     for r in report.requests:
@@ -779,9 +781,7 @@ def to_html(report: Report, table: LedgerTable | None) -> str:
         )
     if report.requests:
         body.append("<h2>Context per request</h2>")
-        body.append(
-            _html_requests(report)
-        )
+        body.append(_html_requests(report))
     if report.load_issues:
         body.append(f"<h2>Load issues ({len(report.load_issues):,})</h2>")
         body.append(

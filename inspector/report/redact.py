@@ -65,10 +65,11 @@ class Rule:
     """Lowercase pieces of which the text must hold one for the pattern to be tried (cheap: most
     text holds none, and 60 patterns over every message would be most of an export's time)."""
     flags: int = 0
-    accept: Callable[[re.Match[str]], bool] | None = None
-    """Whether a match is a secret (a keyword's value that is a placeholder is not)."""
     gate: str | None = None
     """A cheaper pattern the lowercased text must match for `pattern` to be tried."""
+    procedure: Callable[[str, str], str] | None = None
+    """Replaces the secrets itself (text, marker -> text), for a shape one pattern cannot take
+    in one linear pass; `pattern` then finds where to look."""
 
 
 _B = r"(?<![A-Za-z0-9_-])"
@@ -83,28 +84,52 @@ _PEM_HEADER = r"(?:Proc-Type|DEK-Info|Comment|Version):[^\n\\]*"
 _AWS_ID = r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}"
 
 # -- keyword assignments (gitleaks generic-api-key, detect-secrets KeywordDetector) ---------------
-_LONG_WORDS = (
-    r"password|passwd|passphrase|secret|token|api[_.-]?key|apikey|access[_.-]?key|auth[_.-]?key"
-    r"|private[_.-]?key|client[_.-]?secret|credentials?|signing[_.-]?key|encryption[_.-]?key"
-    r"|master[_.-]?key|secret[_.-]?key"
-)
-"""Secret words that may be glued to a prefix (`PGPASSWORD`, `csrftoken`, `authToken`)."""
-_SHORT_WORDS = r"pass|pwd|pw|creds"
-"""Secret words that only count as a name's own part (`DB_PASS`, `mysqlPwd`), not inside a word
-(`bypass`, `compass`)."""
-_SUFFIX = r"(?:(?:[_.-]|(?<=[a-z])(?=[A-Z]))(?i:key|base|value|hash|string|str|b64|enc))?"
-_KEY = (
-    r"(?<![A-Za-z0-9_.-])(?P<key>"
-    rf"(?:[A-Za-z0-9_.-]*?(?i:{_LONG_WORDS})"
-    rf"|(?:[A-Za-z0-9]+[_.-]+|[A-Za-z0-9]*[a-z0-9](?=[A-Z]))*(?i:{_SHORT_WORDS})){_SUFFIX})"
-)
+SECRET_WORDS = ("password", "passwd", "passphrase", "secret", "token", "apikey", "credential", "credentials")
+"""A name's last word that says secret, even glued to a prefix (`PGPASSWORD`, `csrftoken`)."""
+SHORT_WORDS = frozenset({"pass", "pwd", "pw", "creds"})
+"""Words that say secret only as a whole word of the name (`DB_PASS`, `mysqlPwd`; not `bypass`)."""
+PAIRS = frozenset({"api", "access", "auth", "private", "signing", "encryption", "master", "secret", "client"})
+"""First words of two-word secret names: `api key`, `secret key`, `client secret`, `auth key`."""
+SUFFIXES = frozenset({"key", "base", "value", "hash", "string", "str", "b64", "enc"})
+"""A last word that may follow the one that says secret (`SECRET_KEY_BASE`, `password_hash`)."""
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_NAME = r"(?<![A-Za-z0-9_.-])(?P<key>[A-Za-z0-9_.-]{1,80})"
+"""A name: the whole run of name characters (bounded; a name is never tried inside a word)."""
 _ASSIGN = r"\\*[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*"
-_KEYWORD_VALUE = (
-    _KEY
-    + _ASSIGN
-    + r"(?:(?P<q>\\*[\"'`])(?P<qsecret>[^\"'`\n\\]{3,500}?)(?P=q)"
-    + r"|(?P<secret>[^\s\"'`<>\\]{2,499}[^\s\"'`<>\\,;]))"
+_NAME_ASSIGN = _NAME + _ASSIGN
+_VALUE = re.compile(
+    r"(?P<q>\\*[\"'`])(?P<qsecret>[^\"'`\n\\]{3,500}?)(?P=q)|(?P<secret>[^\s\"'`<>\\]{2,499}[^\s\"'`<>\\,;])"
 )
+"""What is assigned: a quoted string (quotes may be escaped, as in JSON inside JSON), or a run
+up to a space or a quote (a trailing comma or semicolon is not part of it)."""
+
+
+def _words(name: str) -> list[str]:
+    """The words of a name, lowercased: split at `_ . -` and where the case changes."""
+    return [w.lower() for w in _WORD.findall(name)]
+
+
+def _says_secret(words: list[str]) -> bool:
+    if not words:
+        return False
+    last = words[-1]
+    if last in SHORT_WORDS or last.endswith(SECRET_WORDS):
+        return True
+    if len(words) >= 2 and words[-2] in PAIRS and last in ("key", "secret"):
+        return True
+    return last.endswith(("accesskey", "secretkey", "privatekey", "authkey", "signingkey", "masterkey"))
+
+
+def secret_name(name: str) -> bool:
+    """Whether a name says it holds a secret: `password`, `DB_PASSWORD`, `apiKey`, `X-API-Key`,
+    `SECRET_KEY_BASE`, `aws_secret_access_key`, `_authToken`; not `max_tokens`, `token_type`,
+    `bypass`, `primary_key`."""
+    words = _words(name)
+    if _says_secret(words):
+        return True
+    return len(words) >= 2 and words[-1] in SUFFIXES and _says_secret(words[:-1])
+
+
 _PLACEHOLDER_WORDS = frozenset(
     [
         "true",
@@ -135,7 +160,6 @@ _PLACEHOLDER_WORDS = frozenset(
         "env",
     ]
 )
-_SECRET_WORDS = re.compile(rf"^(?i:{_LONG_WORDS}|{_SHORT_WORDS})$")
 _CODE_REFERENCE = re.compile(r"^[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)+$|[()\[\]{}]|^(?:os\.|process\.env)")
 _NUMBER = re.compile(r"^[+-]?\d[\d,_]*(?:\.\d+)?(?:[eE][+-]?\d+)?[A-Za-z%]{0,3}$")
 _PATH = re.compile(r"^(?:~?/|\.\.?/|[A-Za-z]:\\)")
@@ -146,13 +170,13 @@ def placeholder(value: str, key: str = "") -> bool:
     """Whether a value assigned to a secret's name is not a secret: a variable, a template, a
     reference in code, a number, a path, a mask, a word such as `None`, or the name itself."""
     v = value.strip().rstrip(",;")
-    if len(v) < 3 or v.startswith(("$", "%", "{", "<", "[", "(", "*", "#", "@", "&", "!", "?")):
+    if len(v) < 3 or v.startswith(("$", "%", "{", "<", "[", "(", "*")):
         return True
     low = v.lower()
     return bool(
         low in _PLACEHOLDER_WORDS
         or low == key.lower()
-        or _SECRET_WORDS.match(v)
+        or secret_name(v)
         or _CODE_REFERENCE.search(v)
         or _NUMBER.match(v)
         or _PATH.match(v)
@@ -161,9 +185,37 @@ def placeholder(value: str, key: str = "") -> bool:
     )
 
 
-def _keyword_secret(m: re.Match[str]) -> bool:
-    value = m.group("qsecret") if m.group("qsecret") is not None else m.group("secret")
-    return value is not None and not placeholder(value, m.group("key"))
+_NAME_ASSIGN_RE = re.compile(_NAME_ASSIGN)
+
+
+def _keyword_values(text: str, mark: str) -> str:
+    """Each value assigned to a name that says secret (`secret_name`), unless a placeholder. A name
+    that says nothing is passed over, and the search goes on right after it (its value may hold
+    the next assignment: `timeout=30,password=...`)."""
+    out: list[str] = []
+    last = pos = 0
+    while True:
+        m = _NAME_ASSIGN_RE.search(text, pos)
+        if m is None:
+            break
+        key = m.group("key")
+        pos = m.end("key")
+        if not secret_name(key):
+            continue
+        v = _VALUE.match(text, m.end())
+        if v is None:
+            continue
+        group = "qsecret" if v.group("qsecret") is not None else "secret"
+        value = v.group(group)
+        if placeholder(value, key) or value.startswith("[redacted: "):
+            continue
+        out.append(text[last : v.start(group)])
+        out.append(mark)
+        last = pos = v.end(group)
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
 
 
 _AUTH_SCHEMES = r"basic|bearer|token|digest|negotiate|ntlm|apikey|api-key|key|sso-key|dsn|otp|hmac"
@@ -175,10 +227,10 @@ def _r(
     pattern: str,
     triggers: Iterable[str],
     flags: int = 0,
-    accept: Callable[[re.Match[str]], bool] | None = None,
     gate: str | None = None,
+    procedure: Callable[[str, str], str] | None = None,
 ) -> Rule:
-    return Rule(kind, source, pattern, tuple(triggers), flags, accept, gate)
+    return Rule(kind, source, pattern, tuple(triggers), flags, gate, procedure)
 
 
 RULES: tuple[Rule, ...] = (
@@ -186,7 +238,7 @@ RULES: tuple[Rule, ...] = (
     _r(
         "private key",
         "gitleaks private-key; detect-secrets PrivateKeyDetector",
-        rf"{_BEGIN}[\s\S]{{0,20000}}?{_END}",
+        rf"{_BEGIN}[^-]*(?:-(?!----)[^-]*)*{_END}",
         ["private key"],
     ),
     _r(  # cut off before its END line: the BEGIN line, headers and the base64 lines that follow
@@ -423,7 +475,7 @@ RULES: tuple[Rule, ...] = (
     _r(
         "password",
         "gitleaks curl-auth-user",
-        r"(?P<pre>\bcurl\b[^\n]*?[ \t](?:-u|--user|--proxy-user)(?:=|[ \t]+)[\"']?[^\s:\"']*:)(?P<secret>[^\s\"']{3,})",
+        r"(?P<pre>\bcurl\b(?:[^\nc]|c(?!url\b)){0,2000}?[ \t](?:-u|--user|--proxy-user)(?:=|[ \t]+)[\"']?[^\s:\"']*:)(?P<secret>[^\s\"']{3,})",
         ["curl"],
     ),
     _r(
@@ -441,7 +493,7 @@ RULES: tuple[Rule, ...] = (
     _r(
         "password",
         "mysql -pPASSWORD",
-        r"(?P<pre>\bmysql(?:dump|admin)?\b[^\n]*?[ \t]-p)(?P<secret>[^\s\"'$]{3,})",
+        r"(?P<pre>\bmysql(?:dump|admin)?\b(?:[^\nm]|m(?!ysql)){0,2000}?[ \t]-p)(?P<secret>[^\s\"'$]{3,})",
         ["mysql"],
     ),
     _r(
@@ -453,17 +505,17 @@ RULES: tuple[Rule, ...] = (
     _r(
         "password",
         "detect-secrets BasicAuthDetector (scheme://user:password@host)",
-        r"(?P<pre>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s/:@\"'<>]*:)(?P<secret>[^\s/\"'<>]+)(?=@[^\s@/\"'<>]+)",
+        r"(?P<pre>\b[a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^\s/:@\"'<>]{0,200}:)(?P<secret>[^\s/\"'<>]{1,300})(?=@[^\s@/\"'<>]{1,300})",
         ["://"],
     ),
     # -- a value assigned to a name that says secret --------------------------------------------
     _r(
         "secret",
         "gitleaks generic-api-key; detect-secrets KeywordDetector",
-        _KEYWORD_VALUE,
+        _NAME_ASSIGN,
         ["pass", "pwd", "pw", "secret", "token", "key", "cred"],
-        accept=_keyword_secret,
-        gate=r"(?:pass|pw|secret|token|key|cred)[a-z0-9_.-]*\\*[\"']?[ \t]*[:=]",
+        procedure=_keyword_values,
+        gate=r"(?:pass|pw|secret|token|key|cred)[a-z0-9_.-]{0,60}\\*[\"']?[ \t]*[:=]",
     ),
 )
 
@@ -489,11 +541,11 @@ _TRIGGERS = tuple(sorted({t for r in RULES for t in r.triggers}))
 
 def _apply(c: _Compiled, text: str) -> str:
     mark = marker(c.rule.kind)
+    if c.rule.procedure is not None:
+        return c.rule.procedure(text, mark)
     out: list[str] = []
     last = 0
     for m in c.regex.finditer(text):
-        if c.rule.accept is not None and not c.rule.accept(m):
-            continue
         span = next(((m.start(g), m.end(g)) for g in c.groups if m.start(g) >= 0), m.span())
         if text.startswith("[redacted: ", span[0]):
             continue  # an earlier rule's marker: already gone
@@ -508,7 +560,7 @@ def _apply(c: _Compiled, text: str) -> str:
 
 # -- cookies and CSV rows: structures a single pattern does not take apart ----------------------
 _COOKIE = re.compile(
-    r"(?P<pre>(?:\b(?i:set-cookie|cookie)\\*[\"']?[ \t]*:|\bcurl\b[^\n]*?[ \t](?:-b|--cookie))[ \t]*\\*[\"']?)"
+    r"(?P<pre>(?:\b(?i:set-cookie|cookie)\\*[\"']?[ \t]*:|\bcurl\b(?:[^\nc]|c(?!url\b)){0,2000}?[ \t](?:-b|--cookie))[ \t]*\\*[\"']?)"
     r"(?P<body>[^\n\"'\\]+)"
 )
 _COOKIE_ATTRIBUTES = frozenset(
@@ -619,12 +671,6 @@ def redact_cut(text: str, limit: int) -> str:
 
 
 _ENDS_WITH_MARKER = re.compile(r"\[redacted: [a-z ]+\]\s*$")
-_SECRET_KEY = re.compile(rf"^{_KEY}$")
-
-
-def secret_name(name: str) -> bool:
-    """Whether a mapping key names a secret (`password`, `DB_PASSWORD`, `apiKey`, `X-API-Key`)."""
-    return _SECRET_KEY.match(name) is not None
 
 
 def redact_value(value: Any) -> Any:
