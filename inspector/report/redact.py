@@ -34,6 +34,10 @@ What is covered, in order (earlier rules first, so a marker names the most speci
   unless it is a placeholder (`$VAR`, `${VAR}`, `<token>`, `os.environ[...]`, `None`, a number);
 - CSV rows under a header with a password, secret or token column.
 
+Time is linear in the text whatever it holds: every scan is bounded or stops where the next one
+would start, names are judged in code (`secret_name`) rather than by a pattern that could
+backtrack, and each rule is tried only on text holding one of its trigger words.
+
 Redaction is a safety net for exports, not a guarantee: a secret of another shape passes.
 """
 
