@@ -616,7 +616,7 @@ def bench_peer(big: Synth) -> list[Figure]:
 
 # -- the run ---------------------------------------------------------------------------------
 
-FIGURES = ("open", "paint", "replay", "growth", "live", "scale", "peer", "junk")
+FIGURES = ("open", "paint", "replay", "growth", "live", "scale", "export", "peer", "junk")
 SCALE_MB = 400
 """The size of the file the full run's scale figures read (the small run has none)."""
 
@@ -626,6 +626,12 @@ def _junk(small: bool) -> list[Figure]:
     from .junk import bench_junk
 
     return bench_junk(200_000 if small else 1_000_000)
+
+
+def _export(small: bool) -> list[Figure]:
+    from .export import FULL_LINES, SMALL_LINES, bench_export  # (it imports this module)
+
+    return bench_export(SMALL_LINES if small else FULL_LINES, repeat=2)
 
 
 def run(small: bool, only: set[str] | None = None) -> list[Figure]:
@@ -653,6 +659,7 @@ def run(small: bool, only: set[str] | None = None) -> list[Figure]:
         ("growth", lambda: bench_growth(session, flat, rounds=2 if small else 3)),
         ("live", lambda: _live(big if small else synth.synth("live20k", requests=LIVE_REQUESTS), small)),
         ("scale", lambda: [] if small else bench_scale(synth.by_size(SCALE_MB), repeat=2)),
+        ("export", lambda: _export(small)),
         ("peer", lambda: bench_peer(big)),
         ("junk", lambda: _junk(small)),
     ]

@@ -674,9 +674,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
     _check_options(args)
     from pathlib import Path
 
-    from inspector.report.export import ExportError, export
+    from inspector.report.export import ExportError, export, output_clash
 
-    replay = _replay(_load(args.path, args.session), args)
+    transcript = _load(args.path, args.session)
+    clash = output_clash(args.output, args.path, transcript) if args.output is not None else None
+    if clash is not None:
+        raise UserError(f"refusing to write the export: {clash}")
+    replay = _replay(transcript, args)
     try:
         text = export(replay, args.format, step=args.step, redact=args.redact)
     except ExportError as exc:
@@ -685,8 +689,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         return 0
     out = Path(args.output)
-    if out.resolve() in (Path(args.path).resolve(), Path(replay.transcript.path).resolve()):
-        raise UserError("refusing to write the export over the transcript")
     try:
         out.write_text(text, encoding="utf-8")
     except OSError as exc:

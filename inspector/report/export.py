@@ -20,9 +20,11 @@ Untrusted content stays inert in every format: control and hiding characters are
 escapes the characters that would start markup, HTML escapes everything, the SVG is built from
 Rich `Text` (never markup) and JSON is escaped by its encoder plus `sanitize.json_safe`.
 
-With `redact`, every content-derived string (message text, tool names, arguments and results,
-titles, previews, descriptions, load issue reasons, model names, skipped record types) goes
-through `redact.redact` before anything is written; file paths are kept.
+With `redact`, every string of every export (message text, tool names, arguments and results,
+titles, previews, descriptions, ids, load issue reasons, model names, skipped record types, file
+paths) goes through `redact.redact` before anything is cut or written: a ledger summary redacts
+each part's first line whole and cuts after; a preview a reader already cut loses its last word
+too (`redact.redact_cut`).
 """
 
 from __future__ import annotations
@@ -30,21 +32,32 @@ from __future__ import annotations
 import html
 import io
 import json
-from collections.abc import Iterable, Sequence
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
-from typing import Any
+from pathlib import Path, PurePath
+from typing import Any, NamedTuple
 
 import msgspec
 from rich.console import Console
 
-from inspector.model import MediaBlock, Message, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
+from inspector.model import (
+    MediaBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Transcript,
+)
+from inspector.model.bulk import paused_gc
 from inspector.replay import Replay, Step
 from inspector.shaping import Action
 
 from .cost import cost_line
 from .redact import redact as redact_text
-from .redact import redact_value
+from .redact import redact_cut, redact_value
 from .render import render_report
 from .sanitize import json_text, one_line, visible
 from .summary import Report, attach_cost, load_issues_title
@@ -52,8 +65,6 @@ from .summary import Report, attach_cost, load_issues_title
 FORMATS = ("json", "md", "html", "svg")
 SVG_WIDTH = 120
 SUMMARY_WIDTH = 100
-PATH_KEYS = frozenset({"path", "call_file", "file"})
-"""Report keys whose values are file paths: kept as they are by redaction."""
 
 FATE_WORDS: dict[Action, str] = {
     Action.TRUNCATED: "truncated",
@@ -73,9 +84,9 @@ class ExportError(ValueError):
     """An export the user asked for that cannot be made (an unknown format)."""
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerRow:
-    """One message of the ledger at a step, as the exports show it."""
+class LedgerRow(NamedTuple):
+    """One message of the ledger at a step, as the exports show it (a tuple: one is made per
+    message of the ledger, 100,000 in a long session)."""
 
     position: int
     id: str
@@ -108,23 +119,127 @@ def export(replay: Replay, fmt: str, step: int | None = None, redact: bool = Fal
         return json_text(report) + "\n"
     if kind == "svg":
         return to_svg(report)
-    table = ledger_table(replay, k, redact) if k is not None else None
-    return to_markdown(report, table) if kind == "md" else to_html(report, table)
+    with paused_gc():  # a row (tuples, lists) per message: nothing to collect, only to rescan
+        table = ledger_table(replay, k, redact) if k is not None else None
+        return to_markdown(report, table) if kind == "md" else to_html(report, table)
+
+
+# -- never over an input -------------------------------------------------------------------------
+DB_SIBLINGS = ("-wal", "-shm", "-journal")
+"""Files SQLite keeps beside a database: an export written as one would be read as its log."""
+
+
+def _files_under(folder: Path) -> Iterator[Path]:
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            yield Path(root) / name
+
+
+def input_files(path: str, transcript: Transcript) -> tuple[list[Path], list[Path]]:
+    """What reading `path` (as `transcript`) took in: (files, folders whose every file counts).
+
+    Files: the path, the transcript's own file, its subagents' files, compaction call files,
+    every file a message or a load issue came from, a database's -wal/-shm/-journal (present or
+    not). Folders: the path when it is one (a session folder, the folder holding a database) and
+    a Claude Code session's own folder beside its file (subagents, their meta files, tool results)."""
+    p = Path(path)
+    files: set[Path] = set()
+    folders: list[Path] = []
+    if p.is_dir():
+        folders.append(p)
+    else:
+        files.add(p)
+    named = {transcript.path, *(s.path for s in transcript.subagents if s.path)}
+    named |= {e.call_file for e in transcript.events if e.call_file}
+    named |= {i.file for i in transcript.load_issues}
+    named |= {m.origin.file for m in transcript.messages if m.origin is not None}
+    for name in named:
+        f = Path(name)
+        files.add(f)
+        if f.suffix == ".db" or f.name.endswith(".sqlite"):
+            files.update(f.with_name(f.name + suffix) for suffix in DB_SIBLINGS)
+    own = Path(transcript.path)
+    if own.suffix == ".jsonl" and own.with_suffix("").is_dir():
+        folders.append(own.with_suffix(""))
+    return sorted(files), folders
+
+
+def output_clash(output: str, path: str, transcript: Transcript) -> str | None:
+    """The input `output` would overwrite or write into (the same file by path, hard link or
+    symbolic link; or a file inside a folder that was read), or None when it is none of them."""
+    out = Path(output)
+    try:
+        target = out.resolve()
+    except (OSError, RuntimeError):
+        return None  # (a link loop: the write fails with its own message)
+    try:
+        st = out.stat()
+        inode: tuple[int, int] | None = (st.st_dev, st.st_ino)
+    except OSError:
+        inode = None
+    files, folders = input_files(path, transcript)
+    for folder in folders:
+        base = folder.resolve()
+        if target == base or base in target.parents:
+            return f"{output} is inside {folder}, which was read as the transcript"
+    candidates = [*files, *(f for folder in folders for f in _files_under(folder))]
+    for f in candidates:
+        try:
+            if f.resolve() == target:
+                return f"{output} is {f}, an input of the transcript"
+            if inode is not None:
+                fs = f.stat()
+                if (fs.st_dev, fs.st_ino) == inode:
+                    return f"{output} is the same file as {f}, an input of the transcript"
+        except OSError:
+            continue
+    return None
 
 
 # -- redaction ---------------------------------------------------------------------------------
+READER_CUT = 120
+"""Characters a reader keeps of an abandoned branch's preview or a subagent's first task (the
+Claude Code reader cuts them so): a secret may straddle that cut, so its last word goes too."""
+CUT_KEYS = frozenset({"preview", "description"})
+"""Report keys whose values a reader may have cut to READER_CUT."""
+HEAD = 8_192
+"""Characters of a part's first line a ledger summary looks at: what is redacted, before anything
+is cut. More than any secret the patterns take whole (a key block cut here is still recognised)."""
+
+
+NAME_PREFIXES = ("tool:",)
+"""Prefixes of the composition's part keys that stand before a tool's name (`replay.composition`)."""
+
+
 def _redact_dump(value: Any, key: str | None = None) -> Any:
     if isinstance(value, str):
-        return value if key in PATH_KEYS else redact_text(value)
+        if key in CUT_KEYS:
+            return redact_cut(value, READER_CUT)
+        # a label joins names with " · " ("tool results · NAME") and a key prefixes one ("tool:NAME"):
+        # each name is redacted as itself too, as a rule anchored at the start of a value would miss
+        # it after the prefix
+        if value.startswith(NAME_PREFIXES):
+            prefix, _, name = value.partition(":")
+            return f"{prefix}:{_redact_dump(name)}"
+        return " · ".join(redact_text(part) for part in redact_text(value).split(" · "))
     if isinstance(value, dict):
-        return {redact_text(k): _redact_dump(v, k) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            rk = redact_text(k) if isinstance(k, str) else k
+            rv = _redact_dump(v, k)
+            if rk in out and type(out[rk]) is int and type(rv) is int:
+                out[rk] += rv  # two names that differed only by a secret: one count
+            elif rk not in out:
+                out[rk] = rv
+        return out
     if isinstance(value, list):
         return [_redact_dump(v, key) for v in value]
     return value
 
 
 def redact_report(report: Report) -> Report:
-    """A copy of `report` with every content-derived string redacted (file paths kept)."""
+    """A copy of `report` with every string redacted: content, names, ids, reasons and paths (an
+    ordinary path matches no pattern, one holding a key loses the key)."""
     return msgspec.convert(_redact_dump(msgspec.to_builtins(report)), Report)
 
 
@@ -135,70 +250,158 @@ def _arguments_text(arguments: dict[str, Any] | str) -> str:
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True, default=str)
 
 
+def _redact_arguments(value: Any) -> Any:
+    """`redact_value` on a call's arguments, each string cut to HEAD first (a summary shows less)."""
+    if isinstance(value, str):
+        return redact_text(value[:HEAD])
+    if isinstance(value, dict):
+        return redact_value({k: _redact_arguments(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return [_redact_arguments(v) for v in value]
+    return value
+
+
+_NON_SPACE = re.compile(r"\S")
+_PLAIN_LINE = re.compile(r"[\x20-\x7e]*")
+"""Printable ASCII without a line break: a text that is its own one visible line."""
+
+
+def _first_line(text: str) -> str:
+    """The first non-empty line of `text`, stripped, at most HEAD characters of it (without
+    splitting the rest of a large text)."""
+    m = _NON_SPACE.search(text)
+    if m is None:
+        return ""
+    lines = text[m.start() : m.start() + HEAD].splitlines()
+    return lines[0].strip() if lines else ""
+
+
 def message_summary(message: Message, redact: bool = False, width: int = SUMMARY_WIDTH) -> str:
     """One line saying what a message holds (text, tool calls, results, reasoning, media), made
-    visible; redacted before it is cut, so a secret is never left half there."""
+    visible: the first line of each part, redacted before anything is cut, so a secret is never
+    left half there."""
+    blocks = message.blocks
+    if len(blocks) == 1 and type(blocks[0]) is TextBlock:
+        text = blocks[0].text
+        if len(text) <= width and _PLAIN_LINE.fullmatch(text):
+            # one short line of plain ASCII (most prompts and answers): nothing to split or escape
+            line = text.strip()
+            if redact:
+                line = visible(redact_text(line), newlines=False)
+            return line if len(line) <= width else line[: width - 1] + "…"
     parts: list[str] = []
-    for b in message.blocks:
-        if isinstance(b, TextBlock) and b.text.strip():
-            parts.append(b.text)
+    seen = 0
+    for b in blocks:
+        if isinstance(b, TextBlock):
+            part = b.text
         elif isinstance(b, ToolCallBlock):
-            args = b.arguments if not redact else redact_value(b.arguments)
-            parts.append(f"{b.name}({_arguments_text(args)})")
+            if redact:  # each on its own: a name glued to its arguments is no `NAME=value`
+                part = f"{redact_text(b.name[:HEAD])}({_arguments_text(_redact_arguments(b.arguments))})"
+            else:
+                part = f"{b.name}({_arguments_text(b.arguments)})"
         elif isinstance(b, ToolResultBlock):
-            parts.append(("[error] " if b.is_error else "") + (b.content or "[empty result]"))
+            part = ("[error] " if b.is_error else "") + (b.content or "[empty result]")
         elif isinstance(b, ReasoningBlock):
-            parts.append("[reasoning] " + (b.text or ("[redacted]" if b.redacted else "")))
+            part = "[reasoning] " + (b.text or ("[redacted]" if b.redacted else ""))
         elif isinstance(b, MediaBlock):
-            parts.append(f"[{b.type} {b.media_type}]".replace(" ]", "]"))
-        if sum(len(p) for p in parts) > 4 * width:
+            part = f"[{b.type} {b.media_type}]".replace(" ]", "]")
+        else:
+            continue
+        line = _first_line(part)
+        if line:
+            if redact:
+                line = redact_text(line)
+            line = visible(line, newlines=False)
+            parts.append(line if len(line) <= 4 * width else line[: 4 * width - 1] + "…")
+        seen += len(part)
+        if seen > 4 * width:
             break
-    text = " · ".join(one_line(p, 4 * width) for p in parts if p.strip())
-    if redact:
-        text = redact_text(text)
-    return one_line(text, width)
+    text = " · ".join(parts)  # (each part one visible, stripped line already)
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _tools(message: Message) -> str:
-    names = [c.name for c in message.tool_calls] + [r.tool_name or "?" for r in message.tool_results]
-    return ", ".join(dict.fromkeys(n for n in names if n))
+    calls: list[str] = []
+    results: list[str] = []
+    for b in message.blocks:
+        if isinstance(b, ToolCallBlock):
+            calls.append(b.name)
+        elif isinstance(b, ToolResultBlock):
+            results.append(b.tool_name or "?")
+    if not calls and not results:
+        return ""
+    return ", ".join(dict.fromkeys(n for n in calls + results if n))
 
 
-def _fates(s: Step, message_id: str) -> tuple[str, ...]:
-    out: list[str] = []
-    view: Sequence[Message] = s.result.input
-    for layer in s.result.layers:
-        present = any(m.id == message_id for m in view)
-        decided = [d for d in layer.decisions if d.message_id == message_id]
-        changed = [d for d in decided if d.action.changed]
-        if changed:
-            out.append(FATE_WORDS[changed[-1].action])
-        elif decided:
-            out.append(FATE_WORDS[decided[-1].action])
-        else:
-            out.append(UNTOUCHED if present else GONE)
-        view = layer.view
-    return tuple(out)
+class _Fates:
+    """The fate of each message of step `s` in each layer, in pipeline order: its last change,
+    else its last decision, else UNTOUCHED if the layer was given it and GONE if not.
+
+    One pass over each layer's view and decisions (it looked every message up in every view:
+    quadratic in the messages of a segment); a message no layer decided on and every layer was
+    given (most of them) gets the one all-untouched tuple."""
+
+    def __init__(self, s: Step) -> None:
+        self.layers: list[tuple[frozenset[str], dict[str, str]]] = []
+        ledger = {m.id for m in s.ledger}
+        special: set[str] = set()
+        view: Sequence[Message] = s.result.input
+        for layer in s.result.layers:
+            words: dict[str, str] = {}
+            changed: set[str] = set()
+            for d in layer.decisions:
+                if d.action.changed:
+                    words[d.message_id] = FATE_WORDS[d.action]
+                    changed.add(d.message_id)
+                elif d.message_id not in changed:
+                    words[d.message_id] = FATE_WORDS[d.action]
+            present = frozenset(m.id for m in view)
+            self.layers.append((present, words))
+            special |= words.keys()
+            special |= ledger - present
+            view = layer.view
+        self.special = frozenset(special)
+        self.untouched = (UNTOUCHED,) * len(self.layers)
+
+    def of(self, message_id: str) -> tuple[str, ...]:
+        if message_id not in self.special:
+            return self.untouched
+        return tuple(
+            words.get(message_id) or (UNTOUCHED if message_id in present else GONE)
+            for present, words in self.layers
+        )
+
+
+def _role(m: Message) -> str:
+    blocks = m.blocks
+    if blocks and isinstance(blocks[0], ToolResultBlock | MediaBlock) and m.is_tool_result:
+        return "tool result"
+    return "summary" if m.is_summary else m.role.value
 
 
 def ledger_table(replay: Replay, step: int, redact: bool = False) -> LedgerTable:
     """The ledger replay holds at request `step`, one row per message with its fate in each layer."""
     s = replay.step(step)
     sent = {m.id for m in s.sent}
-    rows = tuple(
-        LedgerRow(
-            position=i,
-            id=m.id,
-            role="tool result" if m.is_tool_result else ("summary" if m.is_summary else m.role.value),
-            tool=redact_text(_tools(m)) if redact else _tools(m),
-            summary=message_summary(m, redact),
-            weight=s.weights.get(m.id),
-            fates=_fates(s, m.id),
-            sent=m.id in sent,
+    fates = _Fates(s)
+    weights = s.weights  # (a property that looks the step's weights up: once, not per row)
+    rows = []
+    for i, m in enumerate(s.ledger):
+        mid = m.id
+        tools = _tools(m)
+        rows.append(
+            LedgerRow(
+                i,
+                redact_text(mid) if redact else mid,
+                _role(m),
+                redact_text(tools) if redact and tools else tools,
+                message_summary(m, redact),
+                weights.get(mid),
+                fates.of(mid),
+                mid in sent,
+            )
         )
-        for i, m in enumerate(s.ledger)
-    )
-    return LedgerTable(step=step, layers=tuple(layer.label for layer in s.result.layers), rows=rows)
+    return LedgerTable(step=step, layers=tuple(layer.label for layer in s.result.layers), rows=tuple(rows))
 
 
 # -- shared facts --------------------------------------------------------------------------------
@@ -320,6 +523,33 @@ def _request_rows(report: Report) -> list[list[str]]:
     ]
 
 
+def _html_requests(report: Report) -> str:
+    """The context-per-request table: `_html_table` of `_request_rows`, written out (one row per
+    request: tens of thousands). Only the model is transcript text; the rest are our numbers."""
+    models: dict[str, str] = {}
+    out = [
+        "<table>",
+        "<tr>"
+        + "".join(
+            f"<th>{c}</th>" for c in ("request", "context", "output", "spent so far", "segment", "model")
+        )
+        + "</tr>",
+    ]
+    for r in report.requests:
+        model = r.model or "—"
+        m = models.get(model)
+        if m is None:
+            m = models[model] = h(model)
+        est = " (est.)" if r.estimated else ""
+        out.append(
+            f'<tr><td class="num">{r.index}</td><td class="num">{_n(r.context_tokens)}{est}</td>'
+            f'<td class="num">{_n(r.output_tokens)}</td><td class="num">{r.cumulative_tokens:,}</td>'
+            f'<td class="num">{r.segment}</td><td>{m}</td></tr>'
+        )
+    out.append("</table>")
+    return "\n".join(out)
+
+
 def _ledger_head(table: LedgerTable) -> list[str]:
     return ["#", "message", "role", "tool", "weight", *table.layers, "sent"]
 
@@ -344,9 +574,14 @@ def _title(report: Report) -> str:
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|~&$"})
 
 
+_MD_PLAIN_ASCII = re.compile(r"[^\\`*_\[\]<>|~&$\x00-\x1f\x7f]*")
+
+
 def md(text: str) -> str:
     """Untrusted text for one Markdown table cell or line: visible, on one line, nothing it holds
     can start markup (emphasis, links, images, HTML, code, table cells)."""
+    if text.isascii() and _MD_PLAIN_ASCII.fullmatch(text):
+        return text  # (nothing to escape or make visible: most cells are numbers and words)
     return visible(text, newlines=False).translate(_MD_SPECIAL)
 
 
@@ -449,8 +684,13 @@ p.note { color: #57606a; }
 """
 
 
+_HTML_PLAIN_ASCII = re.compile(r"[^&<>\"'\x00-\x08\x0b-\x1f\x7f]*")
+
+
 def h(text: str) -> str:
     """Untrusted text for HTML: visible, then every special character escaped."""
+    if text.isascii() and _HTML_PLAIN_ASCII.fullmatch(text):
+        return text  # (nothing to escape or make visible: most cells are numbers and words)
     return html.escape(visible(text), quote=True)
 
 
@@ -460,10 +700,18 @@ def _cell(text: str, cls: str = "") -> str:
 
 def _html_table(head: Sequence[str], rows: Iterable[Sequence[str]], numeric: Sequence[int] = ()) -> str:
     out = ["<table>", "<tr>" + "".join(f"<th>{h(c)}</th>" for c in head) + "</tr>"]
+    opens = [('<td class="num">' if i in numeric else "<td>") for i in range(len(head))]
+    seen: dict[str, str] = {}  # cells repeat (models, segments, "—"): each is escaped once
     for row in rows:
-        out.append(
-            "<tr>" + "".join(_cell(c, "num" if i in numeric else "") for i, c in enumerate(row)) + "</tr>"
-        )
+        cells = []
+        for i, c in enumerate(row):
+            e = seen.get(c)
+            if e is None:
+                e = h(c)
+                if len(seen) < 4096:
+                    seen[c] = e
+            cells.append(opens[i] + e + "</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</table>")
     return "\n".join(out)
 
@@ -523,19 +771,21 @@ def to_html(report: Report, table: LedgerTable | None) -> str:
             f"<h2>Ledger at request {table.step} ({len(table.rows):,} messages, {n_sent:,} sent)</h2>"
         )
         rows = ["<table>", "<tr>" + "".join(f"<th>{h(c)}</th>" for c in _ledger_head(table)) + "</tr>"]
+        # a row's role, tool and (fates, sent) take few values: each is made once
+        ends: dict[tuple[tuple[str, ...], bool], str] = {}
+        words: dict[str, str] = {}
         for r in table.rows:
-            cells = _ledger_cells(r)
-            fixed = cells[:5]
+            end = ends.get((r.fates, r.sent))
+            if end is None:
+                end = ends[(r.fates, r.sent)] = "".join(_cell(f, _fate_class(f)) for f in r.fates) + _cell(
+                    "yes" if r.sent else "no"
+                )
+            role = words.get(r.role) or words.setdefault(r.role, h(r.role))
+            tool = words.get(r.tool) or words.setdefault(r.tool, h(r.tool))
+            msg = h(f"{r.id}: {r.summary}" if r.summary else r.id)
             rows.append(
-                "<tr>"
-                + _cell(fixed[0], "num")
-                + _cell(fixed[1], "msg")
-                + _cell(fixed[2])
-                + _cell(fixed[3])
-                + _cell(fixed[4], "num")
-                + "".join(_cell(f, _fate_class(f)) for f in r.fates)
-                + _cell(cells[-1])
-                + "</tr>"
+                f'<tr><td class="num">{r.position}</td><td class="msg">{msg}</td><td>{role}</td>'
+                f'<td>{tool}</td><td class="num">{_n(r.weight)}</td>{end}</tr>'
             )
         rows.append("</table>")
         body.append("\n".join(rows))
@@ -584,13 +834,7 @@ def to_html(report: Report, table: LedgerTable | None) -> str:
         )
     if report.requests:
         body.append("<h2>Context per request</h2>")
-        body.append(
-            _html_table(
-                ("request", "context", "output", "spent so far", "segment", "model"),
-                _request_rows(report),
-                numeric=(0, 1, 2, 3, 4),
-            )
-        )
+        body.append(_html_requests(report))
     if report.load_issues:
         body.append(f"<h2>{load_issues_title(report)}</h2>")
         body.append(
