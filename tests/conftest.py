@@ -57,3 +57,10 @@ def real_transcripts() -> list[Path]:
             p for p in CORPUS.rglob("*") if p.suffix in (".jsonl", ".json") and p.name not in CORPUS_DATA
         )
     return found
+
+
+@pytest.fixture(autouse=True)
+def _a_cache_folder_of_its_own(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts with an empty cache of loaded transcripts (`inspector.formats.cache`),
+    never the user's: a test that runs a command reads the file as a first open would."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
