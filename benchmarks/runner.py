@@ -667,7 +667,7 @@ def _command_runs(
     return runs, floors
 
 
-CACHE_FLAG = False
+CACHE_FLAG = True
 """Whether the commands take `--no-cache` (the persistent cache, `inspector.formats.cache`)."""
 
 
