@@ -731,10 +731,22 @@ def bench_real_app(copies: int, small: bool) -> list[Figure]:
     the detached shape (a session with lines beside the chain), at `copies` copies."""
     chained = real.make("chained", copies)
     waits = []
-    for _ in range(1 if small else 2):
-        c = run_child([PY, "-m", "benchmarks.paint", str(chained.path)], stdout=None)
-        got = json.loads(c.out)
-        waits.append(got["painted_at"] - c.started_at)
+    warm_waits = []
+    with tempfile.TemporaryDirectory() as tmp:
+        old = os.environ.get("XDG_CACHE_HOME")
+        os.environ["XDG_CACHE_HOME"] = tmp
+        try:
+            run_child([PY, "-m", "benchmarks.paint", "--cached", str(chained.path)], stdout=None)  # fills it
+            for _ in range(1 if small else 2):
+                c = run_child([PY, "-m", "benchmarks.paint", str(chained.path)], stdout=None)
+                waits.append(json.loads(c.out)["painted_at"] - c.started_at)
+                c = run_child([PY, "-m", "benchmarks.paint", "--cached", str(chained.path)], stdout=None)
+                warm_waits.append(json.loads(c.out)["painted_at"] - c.started_at)
+        finally:
+            if old is None:
+                os.environ.pop("XDG_CACHE_HOME", None)
+            else:
+                os.environ["XDG_CACHE_HOME"] = old
     floor_waits = []
     for _ in range(1 if small else 2):
         c = run_child([PY, "-m", "benchmarks.paint", "--floor"], stdout=None)
@@ -752,7 +764,18 @@ def bench_real_app(copies: int, small: bool) -> list[Figure]:
             ratio=min(waits) / min(floor_waits),
             passed=min(waits) < 1.0 if big else None,
             detail={"waits": waits},
-        )
+        ),
+        Figure(
+            name=f"real chained: first paint from the process's start, warm (cache), {copies} copies, {mb:,.0f} MB",
+            target="< 1 s" if big else "(comparison)",
+            measured=min(warm_waits),
+            unit="s",
+            floor=min(floor_waits),
+            floor_what="empty app, from its process's start",
+            ratio=min(warm_waits) / min(floor_waits),
+            passed=min(warm_waits) < 1.0 if big else None,
+            detail={"waits": warm_waits},
+        ),
     ]
     detached = real.make("detached", copies)
     appends = 8 if small else 20
