@@ -64,9 +64,18 @@ _LINK = b"@@link@@"
 """Stands for the parent of a copy's first root line (set per copy)."""
 
 
-def cache_dir() -> Path:
+def _cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "context-inspector-bench"
+
+
+_CACHE = _cache_root()
+"""Where the files are kept, as the environment said when this module was imported (the runner
+points XDG_CACHE_HOME at a folder of its own run, for what the measured commands cache)."""
+
+
+def cache_dir() -> Path:
+    return _CACHE
 
 
 def available() -> bool:
