@@ -55,9 +55,9 @@ def bench_junk(lines: int = LINES) -> list[Figure]:
     path, clean = junk_session(lines)
     # once first, unmeasured: the first report of a model may import the price library to fill
     # the price cache (`report.cost`); both measured runs then find the cache as the other did
-    run_child([PY, "-m", "inspector", "report", "--json", str(clean)], stdout=None)
-    run = run_child([PY, "-m", "inspector", "report", "--json", str(path)], stdout=None)
-    floor = run_child([PY, "-m", "inspector", "report", "--json", str(clean)], stdout=None)
+    run_child([PY, "-m", "inspector", "report", "--json", "--no-cache", str(clean)], stdout=None)
+    run = run_child([PY, "-m", "inspector", "report", "--json", "--no-cache", str(path)], stdout=None)
+    floor = run_child([PY, "-m", "inspector", "report", "--json", "--no-cache", str(clean)], stdout=None)
     report = json.loads(run.out)
     total, kept = report["load_issues_total"], len(report["load_issues"])
     if total != lines:

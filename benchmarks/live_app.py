@@ -129,9 +129,11 @@ async def _run(path: Path, appends: int) -> dict[str, object]:
                 done = cut
                 await pilot.pause(0.05)
             messages = len(main.replay.transcript.messages) if main.replay is not None else 0
+            reader = opened.follower.reader
+            rebuilds = [getattr(reader, "builds", None), getattr(reader, "extensions", None)]
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {"latencies": latencies, "messages": messages}
+    return {"latencies": latencies, "messages": messages, "rebuilds": rebuilds}
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,8 @@
                                          # show the last request (`painted_at`: when, on the wall
                                          # clock, for the runner to count from the process's start);
                                          # then it steps back request by request
+    python -m benchmarks.paint --cached PATH   # the same, the transcript read through the
+                                         # persistent cache (filled by a run before)
     python -m benchmarks.paint --floor   # {"paint": s, "painted_at": epoch s}: the same harness
                                          # around an empty App
     python -m benchmarks.paint --scan PATH   # {"scan": s, "core": s}: from creating the app until
@@ -34,13 +36,15 @@ STEPS = 30
 """Requests stepped back through after the first paint, each timed from the action to its frame."""
 
 
-async def _paint(path: str) -> dict[str, Any]:
+async def _paint(path: str, cached: bool = False) -> dict[str, Any]:
     from inspector.formats import load
+    from inspector.formats.cache import cached_load
     from inspector.model.bulk import hold_loaded
     from inspector.tui.app import InspectorApp
 
     t0 = time.perf_counter()
-    transcript = load(path)
+    # `cached`: as `context-inspector PATH` opens a file it opened before (the persistent cache)
+    transcript = cached_load(path, lambda: load(path)) if cached else load(path)
     hold_loaded()  # as `run_app` does
     t1 = time.perf_counter()
     app = InspectorApp(transcript)
@@ -124,6 +128,8 @@ def main(argv: list[str]) -> int:
         result = asyncio.run(_floor())
     elif argv[:1] == ["--scan"]:
         result = asyncio.run(_scan(argv[1]))
+    elif argv[:1] == ["--cached"]:
+        result = asyncio.run(_paint(argv[1], cached=True))
     else:
         result = asyncio.run(_paint(argv[0]))
     sys.stdout.write(json.dumps(result) + "\n")

@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import synth
+from . import real, synth
 from .paint import FRAME_S
 from .synth import OUT, Synth
 
@@ -168,6 +168,11 @@ OTHER_COMMANDS: tuple[tuple[str, ...], ...] = (
 target of DESIGN.md §7: a user waits on them too, and a change that slows one shows here)."""
 
 
+NO_CACHE = ("--no-cache",)
+"""The open figures are of a first open: the persistent cache (`inspector.formats.cache`) is
+neither read nor written (the warm row fills and reads one of its own)."""
+
+
 def p95(values: list[float]) -> float:
     """The 95th percentile, nearest rank below (of a handful of latencies: no interpolation)."""
     ordered = sorted(values)
@@ -194,7 +199,7 @@ def _open_runs(
             w, rss, _ = timed_child([PY, "-c", FLOOR_CODE, path, name])
             floors.append((w, rss))
             by_library[name].append(w)
-        w, rss, _ = timed_child([PY, "-m", "inspector", "report", path, "--json"])
+        w, rss, _ = timed_child([PY, "-m", "inspector", "report", path, "--json", *NO_CACHE])
         runs.append((w, rss))
     return runs, floors, by_library
 
@@ -248,7 +253,7 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
     memory_target = open_target = big.bytes >= 50_000_000
     others: list[Figure] = []
     for args in OTHER_COMMANDS:
-        w, rss, _ = timed_child([PY, "-m", "inspector", args[0], path, *args[1:]])
+        w, rss, _ = timed_child([PY, "-m", "inspector", args[0], path, *args[1:], *NO_CACHE])
         others.append(
             Figure(
                 name=f"open, other commands: {' '.join(args)}, {mb:,.0f} MB",
@@ -614,9 +619,246 @@ def bench_peer(big: Synth) -> list[Figure]:
     ]
 
 
+REAL_COPIES = (10, 30, 100)
+"""Copies of the real session in the full run's real-shaped files (`benchmarks.real`): about 35,
+104 and 347 MB. The targets are read at `REAL_TARGET` copies (about 100 MB)."""
+REAL_COPIES_SMALL = (3,)
+REAL_TARGET = 30
+REAL_LIMITS = {"chained": 2.0, "rewind": 2.5, "detached": 2.5}
+"""`report --json` against the floor, at `REAL_TARGET` copies (issue 29)."""
+REAL_OTHER: tuple[tuple[tuple[str, ...], float], ...] = (
+    (("findings", "--json"), 3.0),
+    (("calibrate", "--json"), 4.0),
+    (("report", "--json", "--policy", "opencollab"), 3.0),
+)
+
+
+def _ratio_figure(
+    name: str, runs: list[float], floors: list[float], limit: float | None, **detail: Any
+) -> Figure:
+    wall, floor = min(runs), min(floors)
+    return Figure(
+        name=name,
+        target=f"<= {limit:g}x floor" if limit is not None else "(comparison)",
+        measured=wall,
+        unit="s",
+        floor=floor,
+        floor_what="read + decode every line, the same run",
+        ratio=wall / floor,
+        passed=(wall / floor <= limit) if limit is not None else None,
+        detail={"runs": runs, "floors": floors, **detail},
+    )
+
+
+def _floor_runs(path: str) -> list[float]:
+    return [timed_child([PY, "-c", FLOOR_CODE, path, name])[0] for name in FLOOR_LIBRARIES]
+
+
+def _command_runs(
+    path: str, args: tuple[str, ...], repeat: int, cache: bool = False
+) -> tuple[list[float], list[float]]:
+    """(walls of `context-inspector ARGS[0] PATH ARGS[1:]`, walls of the floor), alternating, as
+    fresh processes; without the persistent cache unless `cache` (then one run fills it first)."""
+    cmd = [PY, "-m", "inspector", args[0], path, *args[1:]]
+    if not cache and CACHE_FLAG:
+        cmd.append("--no-cache")
+    if cache:
+        timed_child(cmd)
+    runs: list[float] = []
+    floors: list[float] = []
+    for _ in range(repeat):
+        floors.extend(_floor_runs(path))
+        runs.append(timed_child(cmd)[0])
+    return runs, floors
+
+
+CACHE_FLAG = True
+"""Whether the commands take `--no-cache` (the persistent cache, `inspector.formats.cache`)."""
+
+
+def bench_real(copies: tuple[int, ...], repeat: int) -> list[Figure]:
+    """`report --json` on every real shape at every size (issue 29), cold (no cache); at the
+    target size, the warm open (the cache filled by a run before) and the other commands."""
+    figs: list[Figure] = []
+    for shape in real.SHAPES:
+        for c in copies:
+            made = real.make(shape, c)
+            mb = made.bytes / 1e6
+            runs, floors = _command_runs(str(made.path), ("report", "--json"), repeat)
+            limit = REAL_LIMITS[shape] if c == REAL_TARGET and mb >= 50 else None
+            figs.append(
+                _ratio_figure(
+                    f"real {shape}: report --json, {c} copies, {mb:,.0f} MB",
+                    runs,
+                    floors,
+                    limit,
+                    bytes=made.bytes,
+                )
+            )
+    target = REAL_TARGET if REAL_TARGET in copies else max(copies)
+    made = real.make("chained", target)
+    mb = made.bytes / 1e6
+    big = mb >= 50
+    if CACHE_FLAG:
+        with tempfile.TemporaryDirectory() as tmp:
+            old = os.environ.get("XDG_CACHE_HOME")
+            os.environ["XDG_CACHE_HOME"] = tmp
+            try:
+                runs, floors = _command_runs(str(made.path), ("report", "--json"), repeat, cache=True)
+            finally:
+                if old is None:
+                    os.environ.pop("XDG_CACHE_HOME", None)
+                else:
+                    os.environ["XDG_CACHE_HOME"] = old
+        figs.append(
+            _ratio_figure(
+                f"real chained: report --json warm (cache), {target} copies, {mb:,.0f} MB",
+                runs,
+                floors,
+                1.5 if big else None,
+            )
+        )
+    for args, limit in REAL_OTHER:
+        runs, floors = _command_runs(str(made.path), args, 1)
+        figs.append(
+            _ratio_figure(
+                f"real chained: {' '.join(args)}, {target} copies, {mb:,.0f} MB",
+                runs,
+                floors,
+                limit if big else None,
+            )
+        )
+    return figs
+
+
+def bench_real_app(copies: int, small: bool) -> list[Figure]:
+    """The first paint on the chained shape (from the process's start), and append to screen on
+    the detached shape (a session with lines beside the chain), at `copies` copies."""
+    chained = real.make("chained", copies)
+    waits = []
+    warm_waits = []
+    with tempfile.TemporaryDirectory() as tmp:
+        old = os.environ.get("XDG_CACHE_HOME")
+        os.environ["XDG_CACHE_HOME"] = tmp
+        try:
+            run_child([PY, "-m", "benchmarks.paint", "--cached", str(chained.path)], stdout=None)  # fills it
+            for _ in range(1 if small else 2):
+                c = run_child([PY, "-m", "benchmarks.paint", str(chained.path)], stdout=None)
+                waits.append(json.loads(c.out)["painted_at"] - c.started_at)
+                c = run_child([PY, "-m", "benchmarks.paint", "--cached", str(chained.path)], stdout=None)
+                warm_waits.append(json.loads(c.out)["painted_at"] - c.started_at)
+        finally:
+            if old is None:
+                os.environ.pop("XDG_CACHE_HOME", None)
+            else:
+                os.environ["XDG_CACHE_HOME"] = old
+    floor_waits = []
+    for _ in range(1 if small else 2):
+        c = run_child([PY, "-m", "benchmarks.paint", "--floor"], stdout=None)
+        floor_waits.append(json.loads(c.out)["painted_at"] - c.started_at)
+    mb = chained.bytes / 1e6
+    big = mb >= 50
+    figs = [
+        Figure(
+            name=f"real chained: first paint from the process's start, {copies} copies, {mb:,.0f} MB",
+            target="< 1 s" if big else "(comparison)",
+            measured=min(waits),
+            unit="s",
+            floor=min(floor_waits),
+            floor_what="empty app, from its process's start",
+            ratio=min(waits) / min(floor_waits),
+            passed=min(waits) < 1.0 if big else None,
+            detail={"waits": waits},
+        ),
+        Figure(
+            name=f"real chained: first paint from the process's start, warm (cache), {copies} copies, {mb:,.0f} MB",
+            target="< 1 s" if big else "(comparison)",
+            measured=min(warm_waits),
+            unit="s",
+            floor=min(floor_waits),
+            floor_what="empty app, from its process's start",
+            ratio=min(warm_waits) / min(floor_waits),
+            passed=min(warm_waits) < 1.0 if big else None,
+            detail={"waits": warm_waits},
+        ),
+    ]
+    detached = real.make("detached", copies)
+    appends = 8 if small else 20
+    _, _, out = timed_child([PY, "-m", "benchmarks.live_app", str(detached.path), str(appends)], stdout=None)
+    got = json.loads(out)
+    lat = got["latencies"]
+    med = statistics.median(lat)
+    figs.append(
+        Figure(
+            name=f"real detached: live append to screen ({got['messages']:,} messages, {detached.bytes / 1e6:,.0f} MB)",
+            target="median < 150 ms" if big else "(comparison)",
+            measured=med,
+            unit="s",
+            passed=med < 0.150 if big else None,
+            floor_what=f"p95 {p95(lat) * 1000:,.0f} ms, max {max(lat) * 1000:,.0f} ms",
+            detail={"latencies": lat, "p95": p95(lat), "rebuilds": got.get("rebuilds")},
+        )
+    )
+    return figs
+
+
+def bench_ccusage(copies: int) -> list[Figure]:
+    """`ccusage session --json --offline` on the real chained file, where ccusage is installed (an
+    npm package, not a dependency): it reads a Claude config folder, so the file is linked into a
+    temporary one."""
+    exe = shutil.which("ccusage")
+    if exe is None or not real.available():
+        return []
+    made = real.make("chained", copies)
+    try:
+        version = subprocess.run(
+            [exe, "--version"], capture_output=True, text=True, timeout=60
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        version = ""
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp) / "projects" / "bench"
+        project.mkdir(parents=True)
+        (project / made.path.name).symlink_to(made.path)
+        old = os.environ.get("CLAUDE_CONFIG_DIR")
+        os.environ["CLAUDE_CONFIG_DIR"] = tmp
+        try:
+            walls = [timed_child([exe, "session", "--json", "--offline"])[0] for _ in range(2)]
+        except RuntimeError:
+            return []
+        finally:
+            if old is None:
+                os.environ.pop("CLAUDE_CONFIG_DIR", None)
+            else:
+                os.environ["CLAUDE_CONFIG_DIR"] = old
+    floors = _floor_runs(str(made.path))
+    return [
+        _ratio_figure(
+            f"peer: ccusage {version} session --json --offline, real chained {copies} copies, "
+            f"{made.bytes / 1e6:,.0f} MB",
+            walls,
+            floors,
+            None,
+        )
+    ]
+
+
 # -- the run ---------------------------------------------------------------------------------
 
-FIGURES = ("open", "paint", "replay", "growth", "live", "scale", "export", "peer", "junk")
+FIGURES = (
+    "open",
+    "paint",
+    "replay",
+    "growth",
+    "live",
+    "scale",
+    "export",
+    "peer",
+    "junk",
+    "real",
+    "real-app",
+    "ccusage",
+)
 SCALE_MB = 400
 """The size of the file the full run's scale figures read (the small run has none)."""
 
@@ -651,6 +893,8 @@ def run(small: bool, only: set[str] | None = None) -> list[Figure]:
         f"{big.requests:,} requests, {big.compactions} compactions); {session.path.name}; {flat.path.name}",
         flush=True,
     )
+    real_copies = REAL_COPIES_SMALL if small else REAL_COPIES
+    real_target = REAL_TARGET if REAL_TARGET in real_copies else max(real_copies)
     figs: list[Figure] = []
     steps: list[tuple[str, Callable[[], list[Figure]]]] = [
         ("open", lambda: bench_open(big, repeat=2 if small else 3)),
@@ -662,6 +906,9 @@ def run(small: bool, only: set[str] | None = None) -> list[Figure]:
         ("export", lambda: _export(small)),
         ("peer", lambda: bench_peer(big)),
         ("junk", lambda: _junk(small)),
+        ("real", lambda: bench_real(real_copies, repeat=1 if small else 2) if real.available() else []),
+        ("real-app", lambda: bench_real_app(real_target, small) if real.available() else []),
+        ("ccusage", lambda: bench_ccusage(real_target)),
     ]
     for name, fn in steps:
         if not want(name):
@@ -692,7 +939,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     only = set(args.only.split(",")) if args.only else None
     started = time.perf_counter()
-    figs = run(args.small, only)
+    # whatever a measured command caches goes to a folder of this run's, never the user's
+    with tempfile.TemporaryDirectory(prefix="ctxi-bench-cache-") as cache_home:
+        os.environ["XDG_CACHE_HOME"] = cache_home
+        figs = run(args.small, only)
     elapsed = time.perf_counter() - started
     print()
     print(table(figs))

@@ -133,6 +133,11 @@ SESSION_HELP = (
 
 def _add_session_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--session", default=None, metavar="ID", help=SESSION_HELP)
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the cache of loaded transcripts (in ~/.cache/context-inspector)",
+    )
 
 
 DESCRIPTION = (
@@ -296,14 +301,20 @@ def _reading(path: str) -> Iterator[Progress | None]:
 
 
 def _load(path: str, session: str | None = None) -> Transcript:
+    from inspector.formats.cache import cached_load
+
     with _reading(path) as progress:
-        transcript = load(path, progress=progress, session=session)
+        transcript = cached_load(
+            path, lambda: load(path, progress=progress, session=session), session=session, enabled=_cache_on
+        )
     if _one_shot:
         hold_for_good()  # the process ends with this command, without freeing what it loaded
     return transcript
 
 
 _one_shot = False
+_cache_on = True
+"""False with --no-cache (`inspector.formats.cache`)."""
 """Set when the process runs one command of QUICK_EXIT and leaves (`main`)."""
 
 
@@ -797,13 +808,16 @@ def _out_of_memory_line(command: str | None, args: argparse.Namespace) -> str:
 
 def _run(args_list: list[str]) -> int:
     out_of_memory = "context-inspector: ran out of memory\n"
+    global _cache_on
     try:
         if args_list and args_list[0] in COMMANDS:
             args = _parser().parse_args(args_list)
             out_of_memory = _out_of_memory_line(args.command, args)
+            _cache_on = not getattr(args, "no_cache", False)
             return COMMANDS[args.command](args)
         args = _app_parser().parse_args(args_list)
         out_of_memory = _out_of_memory_line(None, args)
+        _cache_on = not args.no_cache
         return _cmd_open(args)
     except (UserError, PolicyError, ReplayError) as exc:
         sys.stderr.write(f"context-inspector: {visible(str(exc), newlines=False)}\n")

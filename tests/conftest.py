@@ -74,3 +74,10 @@ def _price_cache_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory)
     import os
 
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+
+
+@pytest.fixture(autouse=True)
+def _a_cache_folder_of_its_own(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts with an empty cache of loaded transcripts (`inspector.formats.cache`),
+    never the user's: a test that runs a command reads the file as a first open would."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))

@@ -7,12 +7,18 @@ measurement is a row of `python -m benchmarks --small`.
 
 from __future__ import annotations
 
+import gc
+import time
+from pathlib import Path
+
 import orjson
 import pytest
 
-from benchmarks import synth
+from benchmarks import real, synth
 from benchmarks.runner import step_costs
 from inspector.formats import load
+from inspector.formats.claude_code import load_claude_code
+from inspector.model import ToolCallBlock, Transcript
 
 MAX_GROWTH = 2.0
 
@@ -104,3 +110,106 @@ def test_the_phases_of_report_json_add_up_and_count_the_session(capsys: pytest.C
     steps = ("imports", "load", "replay_open", "report", "json")
     assert set(out) == {*steps, "messages", "requests"}
     assert all(out[k] >= 0 for k in steps) and out["load"] > 0 and out["report"] > 0
+
+
+# -- real-shaped sessions (issue 29) -------------------------------------------------------------
+
+needs_corpus = pytest.mark.skipif(
+    not real.available(), reason=f"the corpus session {real.SOURCE.name} is absent (../shared/corpus)"
+)
+
+
+def _source() -> Transcript:
+    """The corpus session the copies are made of, as the copies read it: without the compaction
+    call beside it (whose hook lines it recovers)."""
+    return load_claude_code(real.SOURCE, with_subagents=False)
+
+
+@pytest.fixture(scope="module")
+def real_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Real-shaped files are made in a temporary folder (never in the repository or the corpus)."""
+    return tmp_path_factory.mktemp("real-shapes")
+
+
+@needs_corpus
+def test_chained_copies_are_one_long_session_that_compacts_between_copies(real_folder: Path) -> None:
+    source = _source()
+    made = real.make("chained", 3, real_folder)
+    assert made.path.parent == real_folder
+    t = load(made.path)
+    # every copy's requests, on one active branch; its own compaction and one before each copy after the first
+    assert len(t.requests) == 3 * len(source.requests)
+    assert len(t.segments) == 3 * len(source.segments)
+    assert [e.pre_tokens for e in t.events if e.kind.value == "compaction"] == [167_117] * 5
+    assert not t.abandoned and not t.load_issues
+    # no two copies share a line, a tool call or a response
+    # (and a summary message at each compaction between them)
+    assert len({m.id for m in t.messages}) == len(t.messages) == 3 * len(source.messages) + 2
+    calls = [b.id for m in t.messages for b in m.blocks if isinstance(b, ToolCallBlock)]
+    assert (
+        len(set(calls))
+        == len(calls)
+        == 3 * sum(isinstance(b, ToolCallBlock) for m in source.messages for b in m.blocks)
+    )
+    assert len({r.response_id for r in t.requests}) == len(t.requests)
+    # the timestamps go on from copy to copy
+    stamps = [r.timestamp for r in t.requests if r.timestamp]
+    assert stamps == sorted(stamps) and stamps[0][:10] == "2026-02-12"
+
+
+@needs_corpus
+def test_the_rewind_shape_abandons_the_copies_between_an_early_line_and_the_middle(real_folder: Path) -> None:
+    source = _source()
+    t = load(real.make("rewind", 4, real_folder).path)
+    assert len(t.segments) == 1 and not t.events  # no compaction at all
+    assert len(t.abandoned) == 1
+    branch = t.abandoned[0]
+    # the rest of the first copy and all of the second: more than a copy's messages beside the chain
+    assert len(branch.message_ids) > len(source.messages)
+    on_ledger = set(t.segments[0].message_ids)
+    assert not on_ledger & set(branch.message_ids)
+    # the ledger: the first copy up to the fork, then the last two copies
+    assert 2 * len(source.requests) < len(t.requests) < 2 * len(source.requests) + 20
+
+
+@needs_corpus
+def test_the_detached_shape_has_reminder_lines_whose_parent_is_not_in_the_file(real_folder: Path) -> None:
+    chained = load(real.make("chained", 3, real_folder).path)
+    t = load(real.make("detached", 3, real_folder).path)
+    assert t.skipped["detached (parent not in file)"] == 2 * real.DETACHED_PER_COPY
+    assert len(t.requests) == len(chained.requests) and not t.abandoned
+
+
+MAX_DOUBLING = 2.6
+"""Twice the input may take at most this much more time (2, and slack for a shared machine)."""
+
+
+def _cpu_seconds(path: Path) -> float:
+    """This process's CPU time to load `path` and make its report (what `report --json` does)."""
+    from inspector.replay import Replay
+
+    gc.collect()
+    t0 = time.process_time()
+    Replay.open(load(path)).report()
+    return time.process_time() - t0
+
+
+def _doubling(small: Path, large: Path, rounds: int = 4) -> float:
+    a = b = float("inf")
+    for _ in range(rounds):  # alternating, best of each: the machine is shared
+        a = min(a, _cpu_seconds(small))
+        b = min(b, _cpu_seconds(large))
+    return b / a
+
+
+@needs_corpus
+@pytest.mark.parametrize("shape", ["rewind", "detached"])
+def test_twice_the_session_takes_at_most_about_twice_the_time(shape: str, real_folder: Path) -> None:
+    """No superlinear step (issue 29): an early rewind's abandoned branch walked once per line
+    made 8 copies cost 3.7-3.8x 4 copies (15 s at 100 MB); remembered, 1.9-2.1x."""
+    small, large = real.make(shape, 4, real_folder), real.make(shape, 8, real_folder)
+    assert 1.9 < large.bytes / small.bytes < 2.1
+    ratio = _doubling(small.path, large.path)
+    if ratio > MAX_DOUBLING:
+        ratio = _doubling(small.path, large.path)  # once more: a neighbour's burst
+    assert ratio <= MAX_DOUBLING, f"{shape}: 8 copies cost {ratio:.2f}x 4 copies"

@@ -78,7 +78,7 @@ def test_a_command_on_a_terminal_erases_its_line_and_leaves_standard_output_alon
     monkeypatch.setattr(progress_mod, "DELAY_S", 0.0)
     monkeypatch.setattr(progress_mod, "INTERVAL_S", 0.0)
     monkeypatch.setattr("sys.stderr", err)
-    assert main(["report", path, "--json"]) == 0
+    assert main(["report", path, "--json", "--no-cache"]) == 0  # read again (the first run cached it)
     assert capsys.readouterr().out == plain
     json.loads(plain)
     written = err.getvalue()

@@ -541,6 +541,8 @@ class ClaudeCodeReader:
                 or n.uuid in built.preserved
             ):
                 return None
+        if built.missing and any(n.uuid in built.missing for n in new):
+            return None  # a line that detached lines hang off has come: they join the tree
         if not conv and (
             issue_total(old.load_issues)
             == issue_total(built.chain_issues) + state.issues.total + built.pairing.issues().total
@@ -574,8 +576,13 @@ class ClaudeCodeReader:
             dropped = [d for u in built.chain[at + 1 :] if (d := node(u)) is not None]
             if len(dropped) != len(built.chain) - at - 1:
                 return None
-        if built.strays and (dropped or any(n.order < built.count for n in path)):
-            return None  # where the abandoned branches fork could move
+        # where an abandoned or detached line's ancestors meet the chain moves only if the chain
+        # now runs through one of them (an old line the new path takes) or leaves the line they met
+        # it at (the tail that drops off): then they are walked again, the rest kept as they are
+        rewalk = bool(built.strays) and (
+            any(n.uuid in built.meets for n in path if n.order < built.count)
+            or any(d.uuid in built.forks for d in dropped)
+        )
         rid_delta: Counter[str] = Counter()
         for n in dropped:
             if n.record is None:
@@ -625,6 +632,8 @@ class ClaudeCodeReader:
                 answers = _answers(n)
                 if answers and all(a in built.chain_calls or a in add_calls for a in answers):
                     return None
+                if n.file is not None and n.parent in members:
+                    return None  # recovered hook output whose tool result joins the ledger
         # from here on, `built` is changed into the extended build
         built.count = len(state.order)
         if path:
@@ -637,6 +646,16 @@ class ClaudeCodeReader:
                 built.chain_pos[n.uuid] = len(built.chain)
                 built.chain.append(n.uuid)
             built.leaf = path[0].uuid
+        abandoned = list(old.abandoned)
+        if rewalk:
+            walked = state if not recovered else _State(nodes={**base, **recovered})
+            walker = _Builder(self.file, walked, self._memo)
+            walker.skipped = Counter()
+            abandoned = walker._abandoned(built.strays, built.on_chain)
+            for key in STRAY_COUNTS:
+                del built.skipped_extra[key]
+            built.skipped_extra.update(walker.skipped)
+            built.meets, built.forks, built.missing = walker.meets, walker.forks, walker.missing
         built.rid_count.update(rid_delta)
         built.chain_rids |= add_rids
         built.chain_calls |= add_calls
@@ -699,7 +718,7 @@ class ClaudeCodeReader:
             requests=requests,
             events=list(old.events),
             subagents=subagents,
-            abandoned=list(old.abandoned),
+            abandoned=abandoned,
             load_issues=LoadIssues.joined(state.issues, built.chain_issues, built.pairing.issues()),
             skipped=dict(skipped),
         )
@@ -1085,6 +1104,13 @@ class _Built:
     chain_calls: set[str]
     strays: list[_Node]
     """Lines beside the chain that no rule absorbed (abandoned or detached)."""
+    meets: dict[str, str]
+    """Every line the strays' ancestors were walked through -> where they met the chain (a fork's
+    uuid, `_DETACHED`, `_OTHER_ROOT`)."""
+    forks: set[str]
+    """The chain's lines the strays' ancestors met it at."""
+    missing: set[str]
+    """The parents the strays' ancestors lead to that are not in the file."""
     acc: _Acc
     last_ids: list[str]
     """The last segment's message ids."""
@@ -1102,6 +1128,12 @@ class _Built:
     transcript: Transcript
 
 
+STRAY_COUNTS = (
+    "detached (parent not in file)",
+    "off the active branch (another root)",
+    "responses in detached lines",
+)
+"""What `_Builder._abandoned` counts of the lines beside the chain (in `skipped`)."""
 _DETACHED = "\x00detached"
 _OTHER_ROOT = "\x00other root"
 """(Where a stray line's ancestors end, when not on the chain: never a uuid.)"""
@@ -1122,6 +1154,10 @@ class _Builder:
         """Roots on the chain that begin a segment without a boundary line, by uuid: their style
         (`SUMMARY_ROOT`, `NEW_ROOT`)."""
         self._boundary_cycle = False
+        self.meets: dict[str, str] = {}
+        """Set by `_abandoned`: where each line walked meets the chain (`_Built.meets`)."""
+        self.forks: set[str] = set()
+        self.missing: set[str] = set()
 
     # -- the active branch -------------------------------------------------------------------
     def _is_main(self, node: _Node, sidechain_file: bool) -> bool:
@@ -1341,6 +1377,7 @@ class _Builder:
             self.built.chain_rids = chain_rids
             self.built.chain_calls = chain_calls
             self.built.strays = strays
+            self.built.meets, self.built.forks, self.built.missing = self.meets, self.forks, self.missing
         return transcript
 
     def _abandoned(self, strays: list[_Node], on_chain: set[str]) -> list[AbandonedBranch]:
@@ -1349,7 +1386,8 @@ class _Builder:
         # where each line's ancestors meet the chain: a fork's uuid, DETACHED (an ancestor's parent
         # is not in the file) or OTHER_ROOT (a root off the chain); remembered for every line
         # walked, so each line is walked once however many strays share its ancestors
-        meets: dict[str, str] = {}
+        meets = self.meets = {}
+        self.forks, self.missing = set(), set()
         detached_rids: set[str] = set()
         for n in strays:
             path: list[str] = []
@@ -1371,10 +1409,14 @@ class _Builder:
                 nxt = nodes.get(parent) if parent else None
                 if nxt is None:
                     found = _DETACHED if parent else _OTHER_ROOT
+                    if parent:
+                        self.missing.add(parent)
                 cur = nxt
             assert found is not None
             for u in path:
                 meets[u] = found
+            if found not in (_DETACHED, _OTHER_ROOT):
+                self.forks.add(found)
             if found in (_DETACHED, _OTHER_ROOT):
                 # hangs off a line that is not in this file (a compaction call's injected reminders,
                 # a file cut at the front), or off a root the active branch does not reach: not a
@@ -1620,6 +1662,9 @@ class _Builder:
                 chain_rids=set(),
                 chain_calls=set(),
                 strays=[],
+                meets={},
+                forks=set(),
+                missing=set(),
                 acc=acc,
                 last_ids=list(segments[-1]),
                 request_of={r.response_id: i for i, r in enumerate(requests) if r.response_id},

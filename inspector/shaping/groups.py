@@ -8,6 +8,7 @@ result and no result its call.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -44,11 +45,57 @@ def _answers(message: Message, call_ids: frozenset[str]) -> bool:
     )
 
 
+MEMO_SIZE = 4
+"""How many recent views `group_spans` remembers the groups of."""
+_memo: tuple[tuple[tuple[Message, ...], tuple[Group, ...], tuple[int, ...]], ...] = ()
+"""(view, its groups, where each ends), newest first; replaced whole, never changed (threads
+share it)."""
+
+
 def group_spans(view: Sequence[Message]) -> list[Group]:
-    """Split a view into groups, in order. Linear in the number of messages."""
+    """Split a view into groups, in order. Linear in the number of messages it does not share
+    with a view split before: a replay shapes every request's ledger, each the one before and a
+    few messages more, so the groups of the common front are taken from the view before (a
+    group's extent depends on its own messages and the one after it only)."""
+    global _memo
+    view = tuple(view)
     groups: list[Group] = []
+    start = 0
+    best = 0
+    for prev, prev_groups, ends in _memo:
+        k = _common_prefix(prev, view)
+        if k <= best:
+            continue
+        best = k
+        groups = list(prev_groups[: bisect_left(ends, k)])  # those that end before the first change
+        start = groups[-1].end if groups else 0
+        if k == len(view):
+            break
+    groups = _spans(view, start, groups)
+    _memo = ((view, tuple(groups), tuple(g.end for g in groups)), *_memo[: MEMO_SIZE - 1])
+    return groups
+
+
+def _common_prefix(a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
+    """How many messages `a` and `b` share at their front (the same objects, or equal)."""
+    n = min(len(a), len(b))
+    if n == 0 or not (a[0] is b[0] or a[0] == b[0]):
+        return 0
+    if a[:n] == b[:n]:  # (in C: items are compared by identity first)
+        return n
+    lo, hi = 1, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _spans(view: tuple[Message, ...], i: int, groups: list[Group]) -> list[Group]:
+    """`groups` (of `view[:i]`) and the groups of `view[i:]` after them."""
     n = len(view)
-    i = 0
     while i < n:
         leader = view[i]
         calls = leader.tool_calls if leader.role is Role.ASSISTANT else ()

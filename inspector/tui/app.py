@@ -654,7 +654,9 @@ class MainScreen(Screen[None]):
             except ReplayError as exc:
                 self.post_message(LoadFailed(str(exc), generation))
                 return
-            view = step_view(replay, step, events, compaction=compaction)
+            # the first frame does not wait for the harness's estimates (a pass over the whole
+            # session): the scan that starts once it is drawn brings them (`HarnessReady`)
+            view = step_view(replay, step, events, wait=self.view is not None, compaction=compaction)
         self.post_message(StepReady(view, generation, keep, bottom))
 
     @work(
@@ -680,6 +682,8 @@ class MainScreen(Screen[None]):
             self.post_message(ScanProgress(fired, frozenset(simulated), total, total, generation, tuple(sent)))
             self._estimate_harness(replay, generation, worker)
             return
+        if self.follower is None:
+            self._estimate_harness(replay, generation, worker)  # first: the gauge shown lacks it
         for k in range(len(seed) + 1, total + 1):
             if worker.is_cancelled:
                 return
@@ -989,9 +993,12 @@ class MainScreen(Screen[None]):
         view = self.view
         if event.generation != self.generation or self.replay is None or view is None or view.harness:
             return
+        shown = view
         self.view = view = dataclasses.replace(
             view, harness=self.replay.harness_estimate(view.index, wait=False)
         )
+        if self.columns.view is shown:
+            self.columns.view = view  # the same rows: only the gauge's words change
         self.gauge.border_subtitle = line(self._gauge_subtitle(view))
 
     def _gauge_subtitle(self, view: StepView) -> str:

@@ -1,0 +1,295 @@
+"""A persistent cache of loaded transcripts, in the user's cache folder (issue 29).
+
+Opening the same session again (a `report` after a `findings`, the app after a `report`) need not
+read and build it again: the transcript a load made is written, as msgpack (msgspec, never
+pickle: nothing in the cache can run code when read), to
+`$XDG_CACHE_HOME/context-inspector/transcripts/` (`~/.cache/...` without it), never next to the
+transcript. An entry is named by a hash of everything the transcript was made from:
+- the file's real path, size, modification time, inode and device (any change, a rewrite, an
+  append, a file moved into its place, makes another key, so a stale entry is never read);
+- the files a reader reads beside it (a Claude Code session's subagent and compaction-call files:
+  their names, sizes and times);
+- this package's version and the source files of its readers and its model (a reader that reads
+  differently after an update or an edit makes other keys).
+The folder is bounded (`LIMIT_BYTES`): after a write, the entries used longest ago are removed
+until it fits. `--no-cache` (every command that takes a PATH) neither reads nor writes it.
+
+A growing file (a session an agent is still writing) is not served from an entry of its shorter
+self: what a transcript lacks to be extended is the reader's tree of every line read (progress
+lines included, most of a file), and keeping that would make an entry about as large as the work
+it saves (decoding the lines again is half of a load; building the tree the other half). A live
+session is followed by the incremental reader (`inspector.live`), which extends its transcript
+as the file grows; the cache serves files that do not change between opens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from inspector import __version__
+from inspector.model import (
+    MediaBlock,
+    Message,
+    ReasoningBlock,
+    Source,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    Transcript,
+)
+from inspector.model.bulk import paused_gc
+
+LIMIT_BYTES = 512 * 1024 * 1024
+"""The most the cache folder holds; the entries used longest ago go first."""
+MAGIC = b"ctxi-transcript-1\n"
+SUFFIX = ".msgpack"
+PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def cache_dir() -> Path:
+    """`$XDG_CACHE_HOME/context-inspector/transcripts` (an absolute XDG_CACHE_HOME only, as the
+    XDG spec says), else `~/.cache/context-inspector/transcripts`."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
+    return root / "context-inspector" / "transcripts"
+
+
+# -- the wire form ---------------------------------------------------------------------------
+# A media block is tagged by its own `type` field ("image" or "document"), the other blocks by
+# their class's tag: a decoder needs every struct of a union tagged, so media blocks are read as
+# two tagged stand-ins and turned back into `MediaBlock`s.
+
+
+class _Image(msgspec.Struct, frozen=True, tag_field="type", tag="image"):
+    media_type: str = ""
+    size_bytes: int = 0
+
+
+class _Document(msgspec.Struct, frozen=True, tag_field="type", tag="document"):
+    media_type: str = ""
+    size_bytes: int = 0
+
+
+_WireBlock = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | _Image | _Document
+
+
+def _mirror(name: str, of: type[msgspec.Struct], types: dict[str, Any]) -> type[msgspec.Struct]:
+    """A struct with `of`'s fields (names, defaults, order), the types in `types` put in place."""
+    fields: list[tuple[str, Any, Any]] = []
+    for f in msgspec.structs.fields(of):
+        t = types.get(f.name, f.type)
+        if f.default is not msgspec.NODEFAULT:
+            fields.append((f.name, t, f.default))
+        elif f.default_factory is not msgspec.NODEFAULT:
+            fields.append((f.name, t, msgspec.field(default_factory=f.default_factory)))
+        else:
+            fields.append((f.name, t, msgspec.NODEFAULT))
+    required = [(n, t) for n, t, d in fields if d is msgspec.NODEFAULT]
+    optional = [(n, t, d) for n, t, d in fields if d is not msgspec.NODEFAULT]
+    return msgspec.defstruct(name, [*required, *optional], kw_only=True)
+
+
+_WireMessage = _mirror("_WireMessage", Message, {"blocks": tuple[_WireBlock, ...]})
+_WireTranscript = _mirror("_WireTranscript", Transcript, {"messages": list[_WireMessage]})  # type: ignore[valid-type]
+_MESSAGE_FIELDS = Message.__struct_fields__
+_TRANSCRIPT_FIELDS = Transcript.__struct_fields__
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(_WireTranscript)
+
+
+def encode(transcript: Transcript) -> bytes:
+    return _ENCODER.encode(transcript)
+
+
+def _block(b: Any) -> Any:
+    if type(b) is _Image:
+        return MediaBlock(type="image", media_type=b.media_type, size_bytes=b.size_bytes)
+    if type(b) is _Document:
+        return MediaBlock(type="document", media_type=b.media_type, size_bytes=b.size_bytes)
+    return b
+
+
+def decode(data: bytes) -> Transcript:
+    """The transcript `encode` wrote (msgspec.DecodeError where `data` is not one)."""
+    with paused_gc():
+        wire: Any = _DECODER.decode(data)
+        sources: dict[Source, Source] = {}
+        messages: list[Message] = []
+        for w in wire.messages:
+            blocks = w.blocks
+            if any(type(b) is _Image or type(b) is _Document for b in blocks):
+                blocks = tuple(_block(b) for b in blocks)
+            source = sources.setdefault(w.source, Source.of(w.source.kind, w.source.name, w.source.priority))
+            values = {name: getattr(w, name) for name in _MESSAGE_FIELDS}
+            values["blocks"] = blocks
+            values["source"] = source
+            messages.append(Message(**values))
+        values = {name: getattr(wire, name) for name in _TRANSCRIPT_FIELDS}
+        values["messages"] = messages
+        return Transcript(**values)
+
+
+# -- keys ------------------------------------------------------------------------------------
+def _stat_key(st: os.stat_result) -> str:
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_dev}"
+
+
+def _code_key() -> str:
+    """The package's version and the name, size and time of every source file of its readers and
+    model: an edited reader makes other keys."""
+    parts = [__version__]
+    for folder in ("formats", "model"):
+        for p in sorted((PACKAGE / folder).glob("*.py")):
+            with contextlib.suppress(OSError):
+                parts.append(f"{p.name}:{_stat_key(p.stat())}")
+    return "|".join(parts)
+
+
+def _beside(path: Path) -> Iterable[Path]:
+    """The files a reader may read beside a session file (an SQLite database's write-ahead log;
+    Claude Code: subagents and compaction calls, in the session's own folder, a shared
+    `subagents/`, or agent files beside it)."""
+    yield path.with_name(path.name + "-wal")
+    yield from sorted((path.parent / path.stem / "subagents").glob("*"))
+    yield from sorted((path.parent / "subagents").glob("agent-*"))
+    yield from sorted(path.parent.glob("agent-*"))
+
+
+def key(path: Path, session: str | None = None) -> str | None:
+    """The cache key of the transcript at `path`, a regular file (None: not a file, nothing to
+    key, so not cached): a hash of its real path, then a hash of all it was made from (an entry of
+    the same file in another state has the same first part)."""
+    try:
+        real = path.resolve(strict=True)
+        st = real.stat()
+    except (OSError, RuntimeError):
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    where = _digest(str(real))[:16]
+    parts = [_code_key(), str(real), _stat_key(st), session or ""]
+    for p in _beside(real):
+        if p == real:
+            continue
+        with contextlib.suppress(OSError):
+            parts.append(f"{p.name}:{_stat_key(p.stat())}")
+    return f"{where}-{_digest(chr(10).join(parts))}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+# -- the folder ------------------------------------------------------------------------------
+def read(k: str, folder: Path | None = None) -> Transcript | None:
+    """The cached transcript of key `k`, or None (absent, or not a transcript: then removed)."""
+    entry = (folder or cache_dir()) / (k + SUFFIX)
+    try:
+        data = entry.read_bytes()
+    except OSError:
+        return None
+    if not data.startswith(MAGIC):
+        _remove(entry)
+        return None
+    try:
+        transcript = decode(memoryview(data)[len(MAGIC) :])  # type: ignore[arg-type]
+    except (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError):
+        _remove(entry)
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(entry)  # used now: the last to be evicted
+    return transcript
+
+
+def write(
+    k: str, transcript: Transcript, folder: Path | None = None, limit: int = LIMIT_BYTES
+) -> Path | None:
+    """Store `transcript` under key `k` (atomically: a reader never sees half an entry), then
+    bring the folder back under `limit`. None where it cannot be written (a read-only home, a
+    full disk): the cache is only ever a shortcut."""
+    folder = folder or cache_dir()
+    try:
+        data = MAGIC + encode(transcript)
+    except (UnicodeEncodeError, msgspec.EncodeError, OverflowError, TypeError):
+        return None  # a path that is not UTF-8 (kept as surrogates): read again each time
+    if len(data) > limit:
+        return None
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=SUFFIX)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            entry = folder / (k + SUFFIX)
+            os.replace(tmp, entry)
+        except BaseException:
+            _remove(Path(tmp))
+            raise
+    except OSError:
+        return None
+    where = k.split("-", 1)[0]
+    for stale in folder.glob(f"{where}-*{SUFFIX}"):  # the same file as it was before: never read again
+        if stale != entry:
+            _remove(stale)
+    evict(folder, limit, keep=entry)
+    return entry
+
+
+def evict(folder: Path, limit: int = LIMIT_BYTES, keep: Path | None = None) -> None:
+    """Remove the entries used longest ago until the folder holds at most `limit` bytes."""
+    entries: list[tuple[int, int, Path]] = []
+    try:
+        for p in folder.iterdir():
+            if p.suffix != SUFFIX:
+                continue
+            with contextlib.suppress(OSError):
+                st = p.stat()
+                entries.append((st.st_mtime_ns, st.st_size, p))
+    except OSError:
+        return
+    total = sum(size for _, size, _ in entries)
+    for _, size, p in sorted(entries, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        if p == keep:
+            continue
+        _remove(p)
+        total -= size
+
+
+def _remove(p: Path) -> None:
+    with contextlib.suppress(OSError):
+        p.unlink()
+
+
+def cached_load(
+    path: str | os.PathLike[str],
+    load: Callable[[], Transcript],
+    *,
+    session: str | None = None,
+    enabled: bool = True,
+) -> Transcript:
+    """The transcript at `path`: from the cache where an entry has its key, else `load()`, then
+    kept for the next open. `enabled` False: `load()`, nothing read or written."""
+    if not enabled:
+        return load()
+    p = Path(path)
+    k = key(p, session)
+    if k is None:
+        return load()
+    hit = read(k)
+    if hit is not None:
+        return hit
+    transcript = load()
+    if key(p, session) == k:  # unchanged while it was read: the entry is what the file holds
+        write(k, transcript)
+    return transcript

@@ -1,0 +1,104 @@
+"""`group_spans` splits only what a view does not share with one split before (issue 29: a replay
+shapes every request's whole ledger, and the opencollab policy's snip split each one again), and
+its groups are always those of a split from scratch."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from inspector.model import Message, Role, TextBlock, ToolCallBlock, ToolResultBlock
+from inspector.shaping import groups as groups_mod
+from inspector.shaping.groups import group_spans
+
+
+def scratch(view: list[Message]) -> list[groups_mod.Group]:
+    return groups_mod._spans(tuple(view), 0, [])
+
+
+def conversation(rng: random.Random, n: int, tag: str) -> list[Message]:
+    out: list[Message] = []
+    while len(out) < n:
+        k = len(out)
+        roll = rng.random()
+        if roll < 0.4:
+            calls = [f"{tag}-c{k}-{j}" for j in range(rng.randint(1, 3))]
+            out.append(
+                Message(
+                    id=f"{tag}-a{k}",
+                    role=Role.ASSISTANT,
+                    blocks=tuple(ToolCallBlock(id=c, name="Read", arguments={}) for c in calls),
+                )
+            )
+            answered = calls if rng.random() < 0.8 else calls[:-1]  # now and then one is left open
+            for j, c in enumerate(answered):
+                out.append(
+                    Message(
+                        id=f"{tag}-r{k}-{j}",
+                        role=Role.USER,
+                        blocks=(ToolResultBlock(call_id=c, content="x"),),
+                    )
+                )
+        elif roll < 0.5:  # a result whose call is not in the view
+            out.append(
+                Message(
+                    id=f"{tag}-o{k}", role=Role.USER, blocks=(ToolResultBlock(call_id="gone", content="y"),)
+                )
+            )
+        else:
+            role = Role.USER if roll < 0.75 else Role.ASSISTANT
+            out.append(Message(id=f"{tag}-t{k}", role=role, blocks=(TextBlock(text="words"),)))
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _empty_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(groups_mod, "_memo", ())
+
+
+def test_growing_views_split_only_their_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    ledger = conversation(random.Random(3), 600, "g")
+    starts: list[int] = []
+    real = groups_mod._spans
+
+    def spy(view: tuple[Message, ...], i: int, groups: list[groups_mod.Group]) -> list[groups_mod.Group]:
+        starts.append(i)
+        return real(view, i, groups)
+
+    monkeypatch.setattr(groups_mod, "_spans", spy)
+    for n in range(10, 601, 10):  # each request's ledger: the one before and ten messages more
+        assert group_spans(ledger[:n]) == real(tuple(ledger[:n]), 0, [])
+    # after the first, each split began within the last ten messages of the view before (at the
+    # start of its last group that ended before them), never at the front
+    assert starts[0] == 0
+    assert all(n - 10 - 4 <= s <= n - 10 for s, n in zip(starts[1:], range(20, 601, 10), strict=True)), starts
+
+
+def test_any_view_gets_the_groups_of_a_split_from_scratch() -> None:
+    rng = random.Random(11)
+    base = conversation(rng, 300, "b")
+    other = conversation(rng, 300, "o")
+    for _ in range(300):
+        view = list(base[: rng.randint(0, len(base))])
+        roll = rng.random()
+        if roll < 0.3 and view:  # a message changed in the middle (a layer cleared or dropped it)
+            at = rng.randrange(len(view))
+            if rng.random() < 0.5:
+                del view[at]
+            else:
+                view[at] = Message(id=view[at].id, role=view[at].role, blocks=(TextBlock(text="[cleared]"),))
+        elif roll < 0.5:  # another session's messages after a shared front
+            view = view + other[: rng.randint(0, 40)]
+        elif roll < 0.6:
+            view = other[: rng.randint(0, 300)]
+        assert group_spans(view) == scratch(view)
+        assert group_spans(tuple(view)) == scratch(view)  # a tuple and a list alike
+
+
+def test_equal_messages_that_are_other_objects_share_the_front() -> None:
+    ledger = conversation(random.Random(5), 200, "e")
+    group_spans(ledger)
+    copies = [Message(id=m.id, role=m.role, blocks=m.blocks) for m in ledger[:150]]
+    assert groups_mod._common_prefix(tuple(ledger), tuple(copies)) == 150
+    assert group_spans(copies + ledger[150:]) == scratch(ledger)
