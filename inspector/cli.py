@@ -21,6 +21,7 @@ from inspector.replay import Replay, ReplayError
 from inspector.report.progress import progress_for
 from inspector.report.sanitize import json_text, visible
 from inspector.report.summary import resolve_window
+from inspector.settings import SettingsError
 from inspector.shaping import PolicyError
 
 if TYPE_CHECKING:
@@ -170,8 +171,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--estimator",
         choices=("heuristic", "tiktoken"),
-        default="heuristic",
-        help="the local estimate calibration starts from (default: heuristic)",
+        default=None,
+        help="the local estimate calibration starts from (default: the settings' estimator, else heuristic)",
     )
     c.add_argument(
         "--mode", choices=("proportional", "delta"), default=None, help="show this mode's per-request errors"
@@ -387,7 +388,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     transcript = _load(args.path, args.session)
     if not any(r.usage for r in transcript.requests):
         raise UserError(f"{args.path} records no token usage: there is nothing to calibrate against")
-    result = accuracy(transcript, args.estimator)
+    from inspector.settings import current
+
+    result = accuracy(transcript, args.estimator or current().estimator)
     if not result.requests:
         reported = sum(1 for r in transcript.requests if r.usage)
         raise UserError(
@@ -468,6 +471,10 @@ COMMANDS = {
 }
 
 
+USES_SETTINGS = frozenset({"calibrate", "sessions", "tour"})
+"""The commands that read the user's settings file (and the app, which opens without a command):
+the others neither read it nor pay for it, and a bad one does not stop them."""
+
 QUICK_EXIT = frozenset(COMMANDS) - {"tour"}
 """The commands that print and are done: a process started as one of them leaves at once."""
 
@@ -500,13 +507,24 @@ def _exit_at_once(code: int) -> None:
     os._exit(code)
 
 
+def _read_settings() -> None:
+    """The user's settings file, read once, made the settings in force (`inspector.settings`)."""
+    from inspector.settings import load_settings, use
+
+    use(load_settings())
+
+
 def _run(args_list: list[str]) -> int:
     try:
         if args_list and args_list[0] in COMMANDS:
             args = _parser().parse_args(args_list)
+            if args.command in USES_SETTINGS:
+                _read_settings()
             return COMMANDS[args.command](args)
-        return _cmd_open(_app_parser().parse_args(args_list))
-    except (UserError, PolicyError, ReplayError) as exc:
+        args = _app_parser().parse_args(args_list)
+        _read_settings()
+        return _cmd_open(args)
+    except (UserError, PolicyError, ReplayError, SettingsError) as exc:
         sys.stderr.write(f"context-inspector: {visible(str(exc), newlines=False)}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
