@@ -26,6 +26,7 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
 )
 from pydantic_core import PydanticCustomError
@@ -33,6 +34,7 @@ from pydantic_core import PydanticCustomError
 from inspector.door import Problem, one_line, problem_text
 
 from . import policy as _policy
+from .policy import PARAMETER_KEYS
 from .rules import HARNESS_NAMES
 
 __all__ = ["ContextTable", "PolicyFile", "TeamFile", "parse_policy", "policy_file_schema"]
@@ -81,7 +83,13 @@ class Parameters(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     description: str = Field("", description="What the policy is for (shown in the app).")
-    layers: list[Annotated[str, AfterValidator(_layer)]] = Field(
+    layers: list[
+        Annotated[
+            str,
+            AfterValidator(_layer),
+            WithJsonSchema({"type": "string", "enum": [*_policy.LAYER_FACTORIES]}),
+        ]
+    ] = Field(
         default_factory=list,
         description="The pipeline's layers, in order: " + ", ".join(_policy.LAYER_FACTORIES) + ".",
     )
@@ -208,8 +216,14 @@ def parse_policy(data: Mapping[str, Any], where: str, default_name: str) -> _pol
 
 
 def policy_file_schema() -> dict[str, Any]:
-    """The JSON Schema of a policy file, either form (`schemas/policy-file.schema.json`)."""
+    """The JSON Schema of a policy file, either form (`schemas/policy-file.schema.json`).
+
+    A parameter left out keeps its base's value, so the parameters show no default of their own."""
     schema = TypeAdapter(PolicyFile | TeamFile).json_schema()
+    for model in schema["$defs"].values():
+        for key, prop in model.get("properties", {}).items():
+            if key in PARAMETER_KEYS:
+                prop.pop("default", None)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "context-inspector policy file",
