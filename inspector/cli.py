@@ -17,10 +17,9 @@ from inspector.formats import LoaderError, Progress, load
 from inspector.model import Transcript
 from inspector.model.bulk import hold_for_good
 from inspector.model.windows import model_window
-from inspector.replay import Replay, ReplayError
+from inspector.replay import Replay, ReplayError, resolve_window
 from inspector.report.progress import progress_for
 from inspector.report.sanitize import json_text, visible
-from inspector.report.summary import resolve_window
 from inspector.settings import SettingsError
 from inspector.shaping import PolicyError
 
@@ -255,7 +254,9 @@ _one_shot = False
 def _cmd_report(args: argparse.Namespace) -> int:
     transcript = _load(args.path, args.session)
     replay = _replay(transcript, args)
-    report = replay.report(step=args.step, compare_with=args.compare)
+    from inspector.report.summary import replay_report
+
+    report = replay_report(replay, step=args.step, compare_with=args.compare)
     if args.cache:
         from inspector.replay.cache import cache_cost
 

@@ -14,7 +14,7 @@ from inspector.formats import load
 from inspector.replay import Replay, ReplayError
 from inspector.report.export import FORMATS, ExportError, export, ledger_table, md
 from inspector.report.redact import redact, redact_value
-from inspector.report.summary import Report
+from inspector.report.summary import Report, replay_report
 
 from .test_hardening_inputs import SESSION, cc_assistant, cc_user, cc_valid, jsonl
 
@@ -183,7 +183,7 @@ def test_json_export_is_the_report(seeded: Replay) -> None:
     data = json.loads(export(seeded, "json"))
     report = msgspec.convert(data, Report)
     assert report.step == len(seeded) and report.layers is not None
-    assert data == msgspec.json.decode(msgspec.json.encode(seeded.report(step=len(seeded))))
+    assert data == msgspec.json.decode(msgspec.json.encode(replay_report(seeded, step=len(seeded))))
     assert json.loads(export(seeded, "json", step=1))["step"] == 1
 
 

@@ -40,6 +40,7 @@ from inspector.formats.opencode import load_opencode
 from inspector.model import Message, Request, Segment, Transcript
 from inspector.replay import Replay
 from inspector.report.export import FORMATS, export
+from inspector.report.summary import replay_report
 from inspector.shaping import unpaired
 
 from .test_hardening_inputs import (
@@ -318,7 +319,7 @@ def check_transcript(
             assert all(id(m) in kept for m in view if m.pinned), layer.name
             assert layer.tokens_after <= layer.tokens_before, layer.name
             view = layer.view
-    report = replay.report(step=n or None)
+    report = replay_report(replay, step=n or None)
     msgspec.json.encode(report)
     json.loads(export(replay, "json"))
     _inert(export(replay, "md", redact=True))

@@ -21,6 +21,7 @@ import pytest
 from inspector.formats import load
 from inspector.replay import Replay
 from inspector.report.sanitize import json_text
+from inspector.report.summary import replay_report
 from inspector.shaping import PRESETS
 from inspector.tui.lab import policy_toml
 
@@ -123,7 +124,7 @@ def test_the_committed_schema_is_what_the_code_generates(name: str) -> None:
 
 
 def _report(path: Path) -> Any:
-    return json.loads(json_text(Replay.open(load(path)).report()))
+    return json.loads(json_text(replay_report(Replay.open(load(path)))))
 
 
 def test_the_report_schema_requires_what_every_report_has() -> None:

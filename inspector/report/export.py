@@ -46,7 +46,7 @@ from .redact import redact as redact_text
 from .redact import redact_value
 from .render import render_report
 from .sanitize import json_text, one_line, visible
-from .summary import Report
+from .summary import Report, replay_report
 
 FORMATS = ("json", "md", "html", "svg")
 SVG_WIDTH = 120
@@ -100,7 +100,7 @@ def export(replay: Replay, fmt: str, step: int | None = None, redact: bool = Fal
     if kind not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     k = step if step is not None else (len(replay) or None)
-    report = replay.report(step=k)
+    report = replay_report(replay, step=k)
     if redact:
         report = redact_report(report)
     if kind == "json":
