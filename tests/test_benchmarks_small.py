@@ -22,6 +22,7 @@ def _growth(transcript, **open_kw) -> tuple[float, dict[int, int]]:  # type: ign
     return costs[2000] / costs[200], sizes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "compact", "open_kw"),
     [

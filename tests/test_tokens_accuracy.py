@@ -123,6 +123,7 @@ def test_fa812_target(estimator: str) -> None:
     assert best.max_pct <= 3.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["heuristic", "tiktoken"])
 def test_best_beats_baselines_on_every_file(estimator: str) -> None:
     files = usage_files()
