@@ -15,13 +15,14 @@ def main(argv: list[str]) -> int:
     from inspector.formats import load
     from inspector.replay import Replay
     from inspector.report.sanitize import json_text
+    from inspector.report.summary import replay_report
 
     t1 = time.perf_counter()
     transcript = load(argv[0])
     t2 = time.perf_counter()
     replay = Replay.open(transcript)
     t3 = time.perf_counter()
-    report = replay.report()
+    report = replay_report(replay)
     t4 = time.perf_counter()
     json_text(report)
     t5 = time.perf_counter()

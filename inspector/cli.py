@@ -19,10 +19,11 @@ from inspector.formats import LoaderError, Progress, load
 from inspector.model import Message, ToolCallBlock, Transcript
 from inspector.model.bulk import hold_for_good
 from inspector.model.windows import model_window
-from inspector.replay import Replay, ReplayError
+from inspector.replay import Replay, ReplayError, resolve_window
 from inspector.report.progress import progress_for
 from inspector.report.sanitize import json_text, visible
-from inspector.report.summary import attach_cost, plural, resolve_window, window_problem
+from inspector.report.summary import attach_cost, plural, window_problem
+from inspector.settings import SettingsError
 from inspector.shaping import Policy, PolicyError, load_policy
 
 if TYPE_CHECKING:
@@ -218,8 +219,8 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--estimator",
         choices=("heuristic", "tiktoken"),
-        default="heuristic",
-        help="the local estimate calibration starts from (default: heuristic)",
+        default=None,
+        help="the local estimate calibration starts from (default: the settings' estimator, else heuristic)",
     )
     c.add_argument(
         "--mode", choices=("proportional", "delta"), default=None, help="show this mode's per-request errors"
@@ -322,7 +323,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     _check_options(args)
     transcript = _load(args.path, args.session)
     replay = _replay(transcript, args)
-    report = attach_cost(replay.report(step=args.step, compare_with=args.compare), transcript)
+    from inspector.report.summary import replay_report
+
+    report = attach_cost(replay_report(replay, step=args.step, compare_with=args.compare), transcript)
     if args.cache:
         from inspector.replay.cache import cache_cost, cache_money
 
@@ -636,7 +639,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         transcript = _load(path, args.session)
         if not any(r.usage for r in transcript.requests):
             raise UserError(f"{path} records no token usage: there is nothing to calibrate against")
-        result = accuracy(transcript, args.estimator)
+        from inspector.settings import current
+
+        result = accuracy(transcript, args.estimator or current().estimator)
         if not result.requests:
             reported = sum(1 for r in transcript.requests if r.usage)
             raise UserError(
@@ -766,6 +771,10 @@ COMMANDS = {
 }
 
 
+USES_SETTINGS = frozenset({"calibrate", "sessions", "tour", "serve"})
+"""The commands that read the user's settings file (and the app, which opens without a command):
+the others neither read it nor pay for it, and a bad one does not stop them."""
+
 QUICK_EXIT = frozenset(COMMANDS) - {"tour", "serve"}
 """The commands that print and are done: a process started as one of them leaves at once."""
 
@@ -806,6 +815,13 @@ def _out_of_memory_line(command: str | None, args: argparse.Namespace) -> str:
     return f"context-inspector: {what} ran out of memory{on} (it needs more memory than the limit allows)\n"
 
 
+def _read_settings() -> None:
+    """The user's settings file, read once, made the settings in force (`inspector.settings`)."""
+    from inspector.settings import load_settings, use
+
+    use(load_settings())
+
+
 def _run(args_list: list[str]) -> int:
     out_of_memory = "context-inspector: ran out of memory\n"
     global _cache_on
@@ -814,12 +830,15 @@ def _run(args_list: list[str]) -> int:
             args = _parser().parse_args(args_list)
             out_of_memory = _out_of_memory_line(args.command, args)
             _cache_on = not getattr(args, "no_cache", False)
+            if args.command in USES_SETTINGS:
+                _read_settings()
             return COMMANDS[args.command](args)
         args = _app_parser().parse_args(args_list)
         out_of_memory = _out_of_memory_line(None, args)
         _cache_on = not args.no_cache
+        _read_settings()
         return _cmd_open(args)
-    except (UserError, PolicyError, ReplayError) as exc:
+    except (UserError, PolicyError, ReplayError, SettingsError) as exc:
         sys.stderr.write(f"context-inspector: {visible(str(exc), newlines=False)}\n")
         return EXIT_USAGE
     except MemoryError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,3 +62,196 @@ def test_loading_a_claude_code_session_imports_no_other_reader() -> None:
     assert "inspector.formats.claude_code" in out
     for other in ("codex", "opencode", "opencollab", "generic"):
         assert f"inspector.formats.{other}'" not in out, out
+
+
+# -- one-way packages ------------------------------------------------------------------------------
+
+LAYERS: tuple[frozenset[str], ...] = (
+    frozenset({"<root>", "door"}),
+    frozenset({"model", "settings"}),
+    frozenset({"formats"}),
+    frozenset({"tokens", "live"}),
+    frozenset({"shaping"}),
+    frozenset({"replay"}),
+    frozenset({"report"}),
+    frozenset({"findings"}),
+    frozenset({"scenarios"}),
+    frozenset({"tui"}),
+    frozenset({"cli"}),
+    frozenset({"__main__"}),
+)
+"""The packages of `inspector` (and its top-level modules), lowest first: each may import only
+from its own layer's packages or from layers below (DESIGN.md §1: bytes -> records -> ledger ->
+views -> widgets). `door` (the pydantic error line) and `settings` sit under everything that reads
+a user's file; `findings` writes its text with the report's sanitizer; the app reads tours from
+`scenarios`; the command line opens the app."""
+
+KNOWN_UPWARD: dict[tuple[str, str], str] = {
+    ("model", "shaping"): "model/windows.py asks the models table, which lives in shaping/rules.py "
+    "with the harness rules by version; in truth that table sits below model, and it moves into the "
+    "harness registry (issue 28, item 3), not here",
+    ("tokens", "shaping"): "tokens/harness.py reads the harness rules by version (shaping/rules.py: "
+    "rule_for, recorded_version, FORMAT_HARNESS) for the estimator of a version; same table, same move",
+    ("replay", "report"): "replay/folded.py makes a folded message's text visible with the one "
+    "sanitizer (report/sanitize.py, which imports nothing of the package) and replay/cache.py prices "
+    "the re-billed tokens (report/cost.py, the same); both modules belong below replay and move there "
+    "with the house's next step (issue 28), the report/replay cycle itself stays cut",
+}
+"""Imports that go up, each with why it is still there. A cycle through one of them is not counted."""
+
+
+def _module_name(path: Path, root: Path = PACKAGE) -> str:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _unit(module: str) -> str:
+    """`inspector.shaping.policy` -> "shaping"; `inspector.cli` -> "cli"; `inspector` -> "<root>"."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "<root>"
+
+
+def _all_imports(path: Path, root: Path = PACKAGE) -> list[tuple[str, int]]:
+    """Every module `path` imports, at the top or inside a function (relative ones resolved), with
+    its line."""
+    module = _module_name(path, root)
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.append((target, node.lineno))
+            # `from inspector import shaping` imports the package shaping (`__version__` is no module)
+            if target == root.name:
+                found += [
+                    (f"{target}.{alias.name}", node.lineno)
+                    for alias in node.names
+                    if (root / alias.name).is_dir() or (root / f"{alias.name}.py").is_file()
+                ]
+    return found
+
+
+def package_graph(root: Path = PACKAGE) -> dict[tuple[str, str], list[str]]:
+    """(importing package, imported package) -> where ("inspector/x.py:12"), between packages."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        here = _unit(_module_name(path, root))
+        for target, line in _all_imports(path, root):
+            if target != root.name and not target.startswith(root.name + "."):
+                continue
+            there = _unit(target)
+            if there != here and not (there == "<root>" and target != root.name):
+                edges.setdefault((here, there), []).append(f"{path.relative_to(root.parent)}:{line}")
+    return edges
+
+
+def cycles(edges: Iterable[tuple[str, str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one package (each a cycle or several), sorted."""
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(groups)
+
+
+def _layer(unit: str) -> int:
+    for k, layer in enumerate(LAYERS):
+        if unit in layer:
+            return k
+    raise AssertionError(f"package {unit!r} is in no layer of LAYERS: put it where it belongs")
+
+
+def test_no_import_cycle_between_packages() -> None:
+    edges = {e for e in package_graph() if e not in KNOWN_UPWARD}
+    assert cycles(edges) == []
+
+
+def test_the_core_imports_only_downward() -> None:
+    graph = package_graph()
+    upward = {
+        edge: where
+        for edge, where in graph.items()
+        if _layer(edge[1]) > _layer(edge[0]) and edge not in KNOWN_UPWARD
+    }
+    assert upward == {}
+    stale = [edge for edge in KNOWN_UPWARD if edge not in graph or _layer(edge[1]) <= _layer(edge[0])]
+    assert stale == [], "an exception that no longer holds: remove it from KNOWN_UPWARD"
+
+
+def test_every_package_has_a_layer() -> None:
+    units = {_unit(_module_name(p)) for p in PACKAGE.rglob("*.py")}
+    assert units <= set().union(*LAYERS), units - set().union(*LAYERS)
+    assert {"model", "formats", "tokens", "shaping", "replay", "report", "findings", "tui", "cli"} <= units
+
+
+def test_the_checks_catch_a_cycle_and_an_upward_import(tmp_path: Path) -> None:
+    """A cycle made by an import inside a function, and a relative one, are found."""
+    root = tmp_path / "inspector"
+    for folder in ("model", "shaping", "replay"):
+        (root / folder).mkdir(parents=True)
+        (root / folder / "__init__.py").write_text("")
+    (root / "__init__.py").write_text("")
+    (root / "model" / "m.py").write_text("def f():\n    from inspector.replay import r\n")
+    (root / "replay" / "r.py").write_text("from ..shaping import s\n")
+    (root / "shaping" / "s.py").write_text("from inspector.model.m import f\nfrom . import s\n")
+    graph = package_graph(root)
+    assert graph == {
+        ("model", "replay"): ["inspector/model/m.py:2"],
+        ("replay", "shaping"): ["inspector/replay/r.py:1"],
+        ("shaping", "model"): ["inspector/shaping/s.py:1"],
+    }
+    assert cycles(graph) == [["model", "replay", "shaping"]]
+    assert cycles([("model", "replay"), ("replay", "shaping")]) == []
+    assert _layer("replay") > _layer("model")  # model -> replay goes up
+
+
+def test_report_and_replay_are_untangled() -> None:
+    """The replay knows nothing of the report (it resolves the window; the report builds itself):
+    of `report` it uses only the two modules that import nothing of the package and belong below
+    it (the sanitizer and the prices: `KNOWN_UPWARD`)."""
+    import ast
+
+    graph = package_graph()
+    assert ("report", "replay") in graph
+    used: set[str] = set()
+    for path in (PACKAGE / "replay").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("inspector.report"):
+                used.add(node.module or "")
+    assert used <= {"inspector.report.sanitize", "inspector.report.cost"}, used

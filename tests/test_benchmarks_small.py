@@ -19,6 +19,7 @@ from benchmarks.runner import step_costs
 from inspector.formats import load
 from inspector.formats.claude_code import load_claude_code
 from inspector.model import ToolCallBlock, Transcript
+from inspector.report.summary import replay_report
 
 MAX_GROWTH = 2.0
 
@@ -28,6 +29,7 @@ def _growth(transcript, **open_kw) -> tuple[float, dict[int, int]]:  # type: ign
     return costs[2000] / costs[200], sizes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "compact", "open_kw"),
     [
@@ -190,7 +192,7 @@ def _cpu_seconds(path: Path) -> float:
 
     gc.collect()
     t0 = time.process_time()
-    Replay.open(load(path)).report()
+    replay_report(Replay.open(load(path)))
     return time.process_time() - t0
 
 

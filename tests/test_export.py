@@ -14,7 +14,7 @@ from inspector.formats import load
 from inspector.replay import Replay, ReplayError
 from inspector.report.export import FORMATS, ExportError, export, ledger_table, md
 from inspector.report.redact import redact, redact_value
-from inspector.report.summary import Report
+from inspector.report.summary import Report, replay_report
 
 from .test_hardening_inputs import SESSION, cc_assistant, cc_user, cc_valid, jsonl
 
@@ -185,7 +185,7 @@ def test_json_export_is_the_report(seeded: Replay) -> None:
     assert report.step == len(seeded) and report.layers is not None
     from inspector.report.summary import attach_cost
 
-    expected = attach_cost(seeded.report(step=len(seeded)), seeded.transcript)  # as `report --json`
+    expected = attach_cost(replay_report(seeded, step=len(seeded)), seeded.transcript)  # as `report --json`
     assert data == msgspec.json.decode(msgspec.json.encode(expected))
     assert json.loads(export(seeded, "json", step=1))["step"] == 1
 

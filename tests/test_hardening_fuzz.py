@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
@@ -40,6 +41,7 @@ from inspector.formats.opencode import load_opencode
 from inspector.model import Message, Request, Segment, Transcript
 from inspector.replay import Replay
 from inspector.report.export import FORMATS, export
+from inspector.report.summary import replay_report
 from inspector.shaping import unpaired
 
 from .test_hardening_inputs import (
@@ -318,7 +320,7 @@ def check_transcript(
             assert all(id(m) in kept for m in view if m.pinned), layer.name
             assert layer.tokens_after <= layer.tokens_before, layer.name
             view = layer.view
-    report = replay.report(step=n or None)
+    report = replay_report(replay, step=n or None)
     msgspec.json.encode(report)
     json.loads(export(replay, "json"))
     _inert(export(replay, "md", redact=True))
@@ -359,6 +361,7 @@ def test_claude_code_random_bytes(data: bytes, cuts: list[int]) -> None:
 
 
 @FUZZ
+@pytest.mark.slow
 @given(data=jsonl_files(CC_SESSIONS), cuts=st.lists(st.integers(0, 50_000), max_size=4))
 def test_claude_code_mutated_records(data: bytes, cuts: list[int]) -> None:
     t = _feed(ClaudeCodeReader(FAKE, with_subagents=False), data, cuts)
@@ -366,6 +369,7 @@ def test_claude_code_mutated_records(data: bytes, cuts: list[int]) -> None:
 
 
 @FUZZ
+@pytest.mark.slow
 @given(
     main=jsonl_files(CC_SESSIONS),
     call=jsonl_files(CC_SESSIONS),
@@ -398,6 +402,7 @@ def test_codex_random_bytes(data: bytes, cuts: list[int]) -> None:
 
 
 @FUZZ
+@pytest.mark.slow
 @given(data=jsonl_files(CX_SESSIONS), cuts=st.lists(st.integers(0, 50_000), max_size=4))
 def test_codex_mutated_records(data: bytes, cuts: list[int]) -> None:
     t = _feed(CodexReader(FAKE), data, cuts)
@@ -441,6 +446,7 @@ def chat_files(draw: st.DrawFn) -> bytes:
 
 
 @FUZZ
+@pytest.mark.slow
 @given(data=chat_files())
 def test_generic_mutated_records(data: bytes) -> None:
     _load_file("chat.json", data, load_chat_json)
@@ -477,6 +483,7 @@ def _load_store(
 
 
 @FUZZ
+@pytest.mark.slow
 @given(
     db=st.booleans(),
     name=st.sampled_from(["msg_01.json", "msg_02.json", "prt_02b.json", "prt_02c.json", "prt_02e.json"]),
@@ -487,6 +494,7 @@ def test_opencode_random_bytes(db: bool, name: str, data: bytes) -> None:
 
 
 @FUZZ
+@pytest.mark.slow
 @given(
     db=st.booleans(),
     records=opencode_records(),

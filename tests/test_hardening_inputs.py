@@ -1110,6 +1110,7 @@ print(peak() - before, len(t.messages))
 """
 
 
+@pytest.mark.slow
 def test_a_50_mb_line_loads_fast_and_in_bounded_memory(tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     line = _fifty_mb_session(path)

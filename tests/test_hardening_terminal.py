@@ -22,6 +22,7 @@ from inspector.replay import Replay
 from inspector.report.export import export, md
 from inspector.report.render import print_report
 from inspector.report.sanitize import json_safe, one_line, visible
+from inspector.report.summary import replay_report
 
 from .test_hardening_inputs import SESSION, cc_assistant, cc_user, jsonl
 
@@ -108,7 +109,7 @@ def terminal_text(replay: Replay, force_terminal: bool) -> str:
         force_terminal=force_terminal,
         color_system="truecolor" if force_terminal else None,
     )
-    print_report(replay.report(step=len(replay)), console)
+    print_report(replay_report(replay, step=len(replay)), console)
     return buf.getvalue()
 
 
@@ -135,7 +136,7 @@ def test_text_report_shows_content_literally_and_emits_none_of_it(replay: Replay
 
 
 def test_json_report_escapes_control_characters(replay: Replay) -> None:
-    raw_json = msgspec.json.encode(replay.report(step=len(replay))).decode()
+    raw_json = msgspec.json.encode(replay_report(replay, step=len(replay))).decode()
     assert "\x1b" not in raw_json and "\x07" not in raw_json  # JSON escapes C0 itself
     exported = export(replay, "json")
     for raw in RAW:

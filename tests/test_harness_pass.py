@@ -329,6 +329,7 @@ def transcripts(draw: st.DrawFn) -> Transcript:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.slow
 @given(transcripts())
 def test_the_pass_gives_the_plain_figures_on_odd_transcripts(tr: Transcript) -> None:
     assert_same_as_plain(tr)

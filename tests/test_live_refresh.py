@@ -47,11 +47,13 @@ def _follow_and_compare(path: Path, every: int) -> int:
     return compared
 
 
+@pytest.mark.slow
 def test_sample_session_followed_line_by_line_matches_fresh_replays() -> None:
     path = ROOT / "sample_sessions" / "long-session.jsonl"
     assert _follow_and_compare(path, every=25) >= 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "path", [p for p in claude_code_corpus() if p.name.startswith("fa812bfe")], ids=lambda p: p.name
 )

@@ -575,6 +575,7 @@ LAYER_NAMES = (
 
 
 @SETTINGS
+@pytest.mark.slow
 @given(
     ledger=timed_ledgers(),
     budget=budgets,

@@ -53,6 +53,7 @@ def test_sample_followed_in_random_pieces_equals_fresh_reads(path: Path) -> None
     assert reader.extensions >= 35, (reader.builds, reader.extensions)
 
 
+@pytest.mark.slow
 def test_sample_followed_line_by_line_extends_every_time() -> None:
     path = SAMPLES[0]
     data = path.read_bytes()
@@ -63,6 +64,7 @@ def test_sample_followed_line_by_line_extends_every_time() -> None:
     assert len(t.requests) > 50 and t.messages[-1].id == fresh(path, data).messages[-1].id
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", claude_code_corpus(), ids=lambda p: p.name)
 def test_corpus_followed_in_random_pieces_equals_fresh_reads(path: Path) -> None:
     size = path.stat().st_size

@@ -1,4 +1,4 @@
-"""The report's rows and counts (inspector.report.summary) as `Replay.report` builds them: one
+"""The report's rows and counts (inspector.report.summary) as `replay_report` builds them: one
 row per request, filled once with the calibrated context, the spend and the harness estimate."""
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from inspector.model import (
 )
 from inspector.replay import Replay
 from inspector.report.summary import (
+    budget_row,
     build_report,
     context_stats,
+    replay_report,
     request_rows,
     role_counts,
     tool_counts,
@@ -53,7 +55,7 @@ def plain_tool_counts(tr: Transcript) -> dict[str, int]:
 def test_report_rows_and_counts_are_what_the_transcript_and_calibration_say(path: Path) -> None:
     tr = load(path)
     replay = Replay.open(tr)
-    report = replay.report()
+    report = replay_report(replay)
     spend = replay.calibration.spend
     harness = replay.harness_estimates()
     assert len(report.requests) == len(tr.requests)
@@ -70,7 +72,7 @@ def test_report_rows_and_counts_are_what_the_transcript_and_calibration_say(path
     assert report.tool_calls == plain_tool_counts(tr) == tool_counts(tr)
     assert list(report.tool_calls) == list(plain_tool_counts(tr))  # the same order: by count, then first seen
     # the context figures are those the transcript reported, not calibrated ones
-    bare = build_report(tr, replay.budget_row())
+    bare = build_report(tr, budget_row(replay))
     assert report.context == bare.context == context_stats(request_rows(tr))
 
 
@@ -132,7 +134,7 @@ def test_a_request_with_no_report_is_calibrated_and_left_out_of_the_context_figu
         ],
     )
     replay = Replay.open(tr)
-    report = replay.report()
+    report = replay_report(replay)
     first, second = report.requests
     assert (first.context_tokens, first.estimated) == (5_000, False)
     assert second.estimated and second.context_tokens == replay.calibration.context(2) > 5_000

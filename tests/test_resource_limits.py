@@ -33,7 +33,7 @@ from inspector.formats.claude_code import ClaudeCodeReader
 from inspector.live import Follower, follower_for
 from inspector.model import LoadIssue
 from inspector.replay import Replay
-from inspector.report.summary import load_issues_title
+from inspector.report.summary import load_issues_title, replay_report
 from sample_sessions.opencollab import RUN_DIR
 
 from .test_hardening_inputs import (
@@ -152,7 +152,7 @@ def test_every_reader_keeps_a_bounded_sample_of_load_issues_and_counts_them_all(
     assert len(t.load_issues) == MAX_LOAD_ISSUES
     # only the junk was lost (ids of some formats are line numbers, and the junk moved them)
     assert [(m.role, m.text) for m in t.messages] == [(m.role, m.text) for m in clean.messages]
-    report = Replay.open(t).report()
+    report = replay_report(Replay.open(t))
     assert len(report.load_issues) == MAX_LOAD_ISSUES
     assert report.load_issues_total == issue_total(clean.load_issues) + JUNK
     assert load_issues_title(report) == f"Load issues ({report.load_issues_total:,}; the first 100 shown)"

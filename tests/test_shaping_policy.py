@@ -174,7 +174,7 @@ def test_unknown_keys_are_errors(tmp_path: Path) -> None:
 
 def test_bad_values_are_errors(tmp_path: Path) -> None:
     cases = {
-        "layers = ['per_tool_budget', 'magic']": "layers: unknown layer 'magic' (known: ",
+        "layers = ['per_tool_budget', 'magic']": "layers[1]: unknown layer 'magic' (known: ",
         "tool_result_budget = 'big'": "tool_result_budget: expected int, got str",
         "tool_result_budget = 10": "tool_result_budget: must be at least 256",
         "target_ratio = 1.5": "target_ratio: must be between 0 and 1 (exclusive)",
@@ -206,9 +206,14 @@ def test_numbers_written_as_whole_floats_or_as_text_are_read_as_numbers(tmp_path
     for k, (line, expected) in enumerate(cases.items()):
         path = write(tmp_path, f"bad{k}.toml", line + "\n")
         assert one_line_error(path) == f"{path}: {expected}", line
-    # several problems: the first field, in the order they are declared, is the one named
+    # several problems: every one is named, in the order the fields are declared
     both = write(tmp_path, "both.toml", "trigger_estimator = 'bad'\nsummarizer = 'gpt'\neager_keep = -1\n")
-    assert one_line_error(both) == f"{both}: eager_keep: must be >= 0"
+    assert one_line_error(both) == (
+        f"{both}: eager_keep: must be >= 0 (got -1); "
+        "summarizer: unknown summarizer 'gpt' (known: extractive, recorded, model, none); "
+        "trigger_estimator: unknown trigger estimator 'bad' "
+        "(known: heuristic, claude_code, claude_code_usage, opencode, codex)"
+    )
 
 
 def test_unreadable_files_are_errors(tmp_path: Path) -> None:

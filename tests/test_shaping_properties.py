@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
@@ -475,6 +476,7 @@ def compactable_rule(view: Sequence[Message], compactable: frozenset[str]) -> li
 
 
 @SETTINGS
+@pytest.mark.slow
 @given(
     grown=growing_ledgers(),
     budget=st.sampled_from((Budget.for_window(None), Budget.for_window(36_000), Budget.for_window(200_000))),

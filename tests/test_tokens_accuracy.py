@@ -146,6 +146,7 @@ def test_the_request_after_an_api_error_is_scored_apart() -> None:
     assert rep.kinds["after API error"]["delta"].max_pct == row.error_pct["delta"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("estimator", ["heuristic", "tiktoken"])
 def test_best_beats_baselines_on_every_file(estimator: str) -> None:
     """Every Claude Code corpus file with usage: the best mode's p95 beats both baselines' (unless a

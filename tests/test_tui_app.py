@@ -126,6 +126,7 @@ async def test_tool_output_clear_header_and_cleared_row() -> None:
         assert replay.explain(main.view.rows[cleared[0]].id, last - 1) in main.detail.plain  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 async def test_smaller_window_moves_lines_and_changes_layers() -> None:
     transcript, window = sample("long-session")
     assert window == 200_000
@@ -322,6 +323,7 @@ async def test_markup_and_osc52_are_shown_literally() -> None:
         assert "\x1b" not in modal and "\x07" not in modal
 
 
+@pytest.mark.slow
 async def test_open_message_and_help() -> None:
     transcript, window = sample("short-session")
     app = InspectorApp(transcript, policy="opencollab", window=window)
@@ -418,6 +420,7 @@ def corpus_file() -> Path:
     return FA812
 
 
+@pytest.mark.slow
 async def test_corpus_recorded_compaction_and_summary_row() -> None:
     transcript = load(corpus_file())
     compactions = [e for e in transcript.events if e.kind.value == "compaction"]
@@ -445,6 +448,7 @@ async def test_corpus_recorded_compaction_and_summary_row() -> None:
         assert main.view is not None and not main.view.rows[0].is_summary  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 async def test_the_gauge_shows_the_harness_estimate() -> None:
     """Claude Code's own figure before request 126 (166,742: under its trigger 167,000, so it did
     not compact yet) and before 127, after its compaction (the compacted ledger at characters/4:

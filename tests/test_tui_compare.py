@@ -58,6 +58,7 @@ async def open_compare(pilot: Any) -> CompareScreen:
     return screen
 
 
+@pytest.mark.slow
 async def test_compare_shows_both_policies_and_their_sent_tokens() -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -98,6 +99,7 @@ async def test_compare_shows_both_policies_and_their_sent_tokens() -> None:
         assert app.screen is app.main
 
 
+@pytest.mark.slow
 def test_compare_screen_snapshot(snap_compare: Any) -> None:
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=open_compare)
 

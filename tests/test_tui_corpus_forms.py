@@ -3,6 +3,8 @@ sparkline, the recorded compaction where the file has it, and every request reac
 
 from __future__ import annotations
 
+import pytest
+
 from inspector.formats import load
 from inspector.tui import InspectorApp
 from inspector.tui.widgets.sparkline import buckets
@@ -11,6 +13,7 @@ from .conftest import corpus_file
 from .test_tui_app import SIZE, settle
 
 
+@pytest.mark.slow
 async def test_an_old_style_compaction_shows_both_segments() -> None:
     transcript = load(corpus_file("claude-code/conneroisu-b9712494.jsonl"))
     assert len(transcript.requests) == 192

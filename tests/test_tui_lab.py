@@ -52,6 +52,7 @@ async def open_lab(pilot: Any) -> LabScreen:
     return lab
 
 
+@pytest.mark.slow
 async def test_what_if_window_moves_the_gauge_lines_and_changes_the_columns() -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
@@ -80,6 +81,7 @@ async def test_what_if_window_moves_the_gauge_lines_and_changes_the_columns() ->
         assert main.view.sent != before_sent
 
 
+@pytest.mark.slow
 async def test_what_if_save_writes_a_policy_that_loads_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -209,6 +209,7 @@ async def test_truncating_the_file_reads_it_again(tmp_path: Path) -> None:
         await wait_until(pilot, lambda: counter(main).startswith("request 3/3"), "request 3/3")
 
 
+@pytest.mark.slow
 async def test_crossing_the_warning_line_then_the_trigger_notifies(tmp_path: Path) -> None:
     lines = lines_of("long-session")
     window = 200_000

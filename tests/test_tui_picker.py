@@ -172,6 +172,7 @@ async def test_escape_quits(fake_home: Path) -> None:
         assert app.return_code == 0
 
 
+@pytest.mark.slow
 async def test_an_opencode_session_is_loaded_by_its_id(
     fake_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -290,6 +291,7 @@ def test_picker_snapshot(snap_compare: Any) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+@pytest.mark.slow
 async def test_each_session_of_an_opencode_database_is_a_row_that_opens_it(fake_home: Path) -> None:
     from .opencode_sessions import NEWEST_FIRST, ORIGINAL, SECOND, SESSIONS, THIRD, three_session_db
 

@@ -65,6 +65,7 @@ def test_step_where_tool_output_clear_fires(snap_compare: Any) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=settled(k))
 
 
+@pytest.mark.slow
 def test_open_message_modal(snap_compare: Any) -> None:
     k = first_firing("long-session", "tool_output_clear")
     app = make_app("long-session", start=k)
@@ -77,6 +78,7 @@ def test_open_message_modal(snap_compare: Any) -> None:
     )
 
 
+@pytest.mark.slow
 def test_help_screen(snap_compare: Any) -> None:
     assert snap_compare(
         make_app("short-session"), terminal_size=SIZE, run_before=settled(), press=["question_mark", "_"]

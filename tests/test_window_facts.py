@@ -17,6 +17,7 @@ from inspector.replay import Replay
 from inspector.replay.composition import build, composition, grid, message_parts
 from inspector.replay.distance import distance_text, distances, gap_text, percent
 from inspector.replay.folded import compaction_at, fold_sentence, folded_by, opened
+from inspector.report.summary import replay_report
 from inspector.shaping import Budget
 from sample_sessions import SAMPLES, sample_path
 from tests.conftest import FA812, corpus_file
@@ -50,7 +51,7 @@ def test_pilot_request_126_is_126_tokens_from_the_trigger() -> None:
     gaps, own = replay.distances(126)
     assert gaps[0].line == "trigger" and gaps[0].context == 166_874 and gaps[0].left == 126
     assert own is not None and own[0].context == 166_742 and own[0].left == 258
-    d = replay.report(step=126).distance
+    d = replay_report(replay, step=126).distance
     assert d is not None and d["text"].startswith("126 to trigger 167,000")
     assert d["harness_text"].startswith("258 to trigger 167,000")
 
@@ -185,7 +186,7 @@ def test_composition_raw_and_sent_on_the_sample_where_shaping_fires() -> None:
     assert comp.total("sent") == 200_000
     cells = grid(comp, "sent", 100)
     assert len(cells) == 100 and cells.count("reserve") == 10
-    report = replay.report(step=250)
+    report = replay_report(replay, step=250)
     assert report.composition is not None
     assert sum(p["raw"] for p in report.composition["parts"] if not p["space"]) == step.context
 

@@ -12,6 +12,8 @@ notes/opencode-codex.md A5/B1, notes/opencollab.md §5):
   the whole database when it cannot be read), and the older JSON layouts `storage/session/<project>/<ses>.json` and
   `project/<slug>/storage/session/info/<ses>.json`.
 - OpenCollab: `.opencollab/sessions/<run>/agent_*.json` below the current folder.
+- The settings' `session_folders` (`inspector.settings`): Codex rollouts, Claude Code sessions
+  and opencode databases anywhere up to four levels below each.
 
 Everything is cheap: a stat and a bounded read of each file's head (and tail), never a full load;
 a missing or unreadable folder or file is skipped, never fatal; only regular files are opened
@@ -86,19 +88,35 @@ def discover(
     home: Path | None = None,
     *,
     now: datetime | None = None,
+    folders: Iterable[Path] | None = None,
 ) -> list[SessionInfo]:
-    """Every session of every known harness on this machine, newest first."""
+    """Every session of every known harness on this machine, newest first.
+
+    `folders`: more folders to look in (None: the settings' `session_folders`,
+    `inspector.settings`), each holding sessions as a harness lays them out or copies of them
+    (`_extra_folder`); a session found twice is listed once."""
     env = os.environ if env is None else env
     if home is None:
         home = Path(env["HOME"]) if env.get("HOME") else Path.home()
     cwd = Path.cwd() if cwd is None else cwd
     now = datetime.now(UTC) if now is None else now
+    if folders is None:
+        from inspector.settings import current
+
+        folders = current().session_folders
     rows: list[SessionInfo] = []
     for finder in (_claude_code, _codex, _opencode, _opencollab):
         try:
             rows.extend(finder(env, cwd, home, now))
         except OSError:  # pragma: no cover - each finder already skips what it cannot read
             continue
+    seen = {(os.path.realpath(r.path), r.session_id) for r in rows}
+    for folder in folders:
+        for row in _extra_folder(Path(folder), now):
+            key = (os.path.realpath(row.path), row.session_id)
+            if key not in seen:
+                seen.add(key)
+                rows.append(row)
     rows.sort(key=lambda r: (r.last_activity, str(r.path), r.session_id or ""), reverse=True)
     return rows
 
@@ -671,6 +689,32 @@ def _opencollab(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) ->
                 title=f"agent {m.group(1)} · {m.group(2)} ({run.name})",
                 session_id=f"{run.name}/agent_{m.group(1)}",
             )
+
+
+# -- folders of the settings ---------------------------------------------------------------------
+EXTRA_DEPTH = 4
+"""How deep below a settings folder sessions are looked for (Codex: YYYY/MM/DD/rollout-*.jsonl)."""
+
+
+def _extra_folder(root: Path, now: datetime, depth: int = 0) -> Iterator[SessionInfo]:
+    """Sessions in a folder of the settings and below it (EXTRA_DEPTH levels): Codex rollouts
+    (`rollout-*.jsonl`), Claude Code sessions (other `.jsonl` files whose head has a
+    `sessionId`; not `agent-*` nor under `subagents/`) and opencode databases (`opencode*.db`)."""
+    index: dict[str, dict[str, Any]] | None = None
+    for path, st in _files(root, ".jsonl"):
+        if path.name.startswith("rollout-"):
+            yield _codex_session(path, st, now)
+        elif not path.name.startswith("agent-") and b'"sessionId"' in _read_head(path):
+            if index is None:
+                index = _claude_index(root)
+            yield _claude_session(path, st, root.name, index, now)
+    for path, st in _files(root, ".db"):
+        if path.name.startswith("opencode"):
+            yield from _opencode_db(path, st, now)
+    if depth < EXTRA_DEPTH:
+        for sub in _subdirs(root):
+            if sub.name != "subagents":
+                yield from _extra_folder(sub, now, depth + 1)
 
 
 def _plain_name(name: str) -> bool:

@@ -4,6 +4,9 @@
 checked against what the provider billed), derives the budget once, and shapes a request when
 it is asked for (`step(k)`), keeping recent steps in a cache so stepping back and forth is
 instant. Calibration does not depend on the policy or the window, so `with_settings` reuses it.
+
+The window is resolved here (`resolve_window`); the report of a replay is built by the report
+(`inspector.report.summary.replay_report`): the replay knows nothing of the report.
 """
 
 from __future__ import annotations
@@ -14,17 +17,21 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import msgspec
-
 from inspector.model import EventKind, Message, RecordedEvent, Request, Segment, Transcript
+from inspector.model.windows import model_window
 from inspector.replay.distance import Gap, distance_text, distances
-from inspector.report.summary import BudgetRow, LayerRow, Report, build_report, resolve_window
 from inspector.shaping import Budget, Policy, PolicyError, ShapeResult, TokenMemo, explain, load_policy
 from inspector.shaping.pipeline import recast
 from inspector.shaping.policy import preset_for_format
 from inspector.tokens import Estimator, get_estimator
 from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator, Calibration, overhead_message
-from inspector.tokens.harness import ESTIMATORS, cached_harness_tokens, harness_tokens, own_sizer
+from inspector.tokens.harness import (
+    ESTIMATORS,
+    cached_harness_tokens,
+    harness_tokens,
+    harness_window,
+    own_sizer,
+)
 
 STEP_CACHE = 256
 DEFAULT_POLICY = "opencollab"
@@ -90,6 +97,29 @@ def _policy(policy: str | Policy | None, transcript: Transcript | None = None) -
         raise
     except OSError as exc:
         raise PolicyError(f"cannot read policy {policy}: {exc.strerror or exc}") from None
+
+
+def resolve_window(
+    transcript: Transcript, window: int | None, *, observed: int | None = None, model: str | None = None
+) -> tuple[int | None, str]:
+    """The window to shape against, and where it came from.
+
+    A transcript that states its window wins over the model's; Codex states 95% of it
+    (`harness_window` gives the window itself: 258,400 stated -> 272,000). `observed`: the
+    largest context the transcript reported, where the caller knows it already. `model`: the
+    model to take the window of in place of the one the transcript names (`--model`).
+    """
+    if window is not None:
+        return window, "--window"
+    stated = harness_window(transcript)
+    if stated is not None:
+        return stated, "transcript"
+    if observed is None:
+        observed = max([u.context for r in transcript.requests if (u := r.usage) is not None], default=0)
+    found = model_window(model or transcript.model, observed)
+    if found is None:
+        return None, "unknown"
+    return found, "model" if model is None else "--model"
 
 
 INFERRED_WINDOW = frozenset({"transcript", "model", "unknown"})
@@ -382,26 +412,7 @@ class Replay:
             said += f"; then {fold_sentence(self, fold)}"
         return said
 
-    # -- report ------------------------------------------------------------------------------
-    def budget_row(self) -> BudgetRow:
-        b = self.budget
-        return BudgetRow(
-            policy=self.policy.name,
-            window=b.window,
-            window_source=self.window_source,
-            window_stated=self.transcript.window,
-            output_reserve=b.output_reserve,
-            safety_buffer=b.safety_buffer,
-            trigger=b.trigger,
-            target=b.target,
-            groups_kept=b.groups_kept,
-            results_kept=b.results_kept,
-            blocking=b.blocking,
-            harness=self.harness,
-            harness_wrote_transcript=self.harness_wrote_it,
-            rule=b.rule,
-        )
-
+    # -- the harness's own estimates ------------------------------------------------------
     def harness_estimates(self) -> list[int]:
         """What the policy's harness estimated before each request (index 0 is request 1)."""
         return list(harness_tokens(self.transcript, self.policy))
@@ -445,53 +456,5 @@ class Replay:
             out["harness_text"] = distance_text(own)
         return out
 
-    def report(self, step: int | None = None, compare_with: str | Policy | None = None) -> Report:
-        from inspector.replay.fidelity import fidelity
 
-        report = build_report(
-            self.transcript,
-            self.budget_row(),
-            calibrated=self.calibration.context,
-            spend=self.calibration.spend,
-            harness=self.harness_estimates(),
-        )
-        if len(self):
-            report.fidelity = msgspec.to_builtins(fidelity(self))
-        if step is not None:
-            s = self.step(self._check(step))
-            report.step = step
-            if self._own is not None:
-                report.layers_decide_with = self.policy.trigger_estimator
-            report.layers = [
-                LayerRow(
-                    name=layer.name,
-                    label=layer.label,
-                    fired=layer.fired,
-                    reason=layer.reason,
-                    tokens_before=layer.tokens_before,
-                    tokens_after=layer.tokens_after,
-                    truncated=layer.truncated,
-                    cleared=layer.cleared,
-                    removed=layer.removed,
-                    summarized=layer.summarized,
-                )
-                for layer in s.result.layers
-            ]
-            report.distance = self.distance_dict(s)
-            from inspector.replay.composition import composition
-            from inspector.replay.folded import compaction_at, opened
-
-            report.composition = composition(s).to_dict()
-            event = compaction_at(self, step)
-            if event is not None and event.after_request >= 1:
-                report.compaction = opened(self, event).to_dict()
-            if compare_with is not None:
-                from inspector.replay.compare import compare
-
-                report.compare = msgspec.to_builtins(compare(self, self.with_settings(compare_with), step))
-        elif compare_with is not None:
-            raise ReplayError("--compare needs --step K: the request at which to compare the two policies")
-        return report
-
-
-__all__ = ["DEFAULT_POLICY", "Replay", "ReplayError", "Step"]
+__all__ = ["DEFAULT_POLICY", "Replay", "ReplayError", "Step", "resolve_window"]

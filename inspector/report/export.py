@@ -60,7 +60,7 @@ from .redact import redact as redact_text
 from .redact import redact_cut, redact_value
 from .render import render_report
 from .sanitize import json_text, one_line, visible
-from .summary import Report, attach_cost, load_issues_title
+from .summary import Report, attach_cost, load_issues_title, replay_report
 
 FORMATS = ("json", "md", "html", "svg")
 SVG_WIDTH = 120
@@ -112,7 +112,7 @@ def export(replay: Replay, fmt: str, step: int | None = None, redact: bool = Fal
     if kind not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
     k = step if step is not None else (len(replay) or None)
-    report = attach_cost(replay.report(step=k), replay.transcript)
+    report = attach_cost(replay_report(replay, step=k), replay.transcript)
     if redact:
         report = redact_report(report)
     if kind == "json":

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Annotated, Any
 
+import msgspec
 from msgspec import Meta, Struct
 
 from inspector.formats.base import MAX_LOAD_ISSUES, issue_total
@@ -18,7 +19,8 @@ from inspector.model import (
     ToolResultBlock,
     Transcript,
 )
-from inspector.model.windows import model_window
+from inspector.replay import Replay, ReplayError
+from inspector.shaping import Policy
 
 from .cost import CostSummary, Money
 
@@ -306,31 +308,6 @@ def load_issues_title(report: Report) -> str:
     )
 
 
-def resolve_window(
-    transcript: Transcript, window: int | None, *, observed: int | None = None, model: str | None = None
-) -> tuple[int | None, str]:
-    """The window to shape against, and where it came from.
-
-    A transcript that states its window wins over the model's; Codex states 95% of it
-    (`harness_window` gives the window itself: 258,400 stated -> 272,000). `observed`: the
-    largest context the transcript reported, where the caller knows it already. `model`: the
-    model to take the window of in place of the one the transcript names (`--model`).
-    """
-    from inspector.tokens.harness import harness_window
-
-    if window is not None:
-        return window, "--window"
-    stated = harness_window(transcript)
-    if stated is not None:
-        return stated, "transcript"
-    if observed is None:
-        observed = max([u.context for r in transcript.requests if (u := r.usage) is not None], default=0)
-    found = model_window(model or transcript.model, observed)
-    if found is None:
-        return None, "unknown"
-    return found, "model" if model is None else "--model"
-
-
 _ROLE_NAMES = {role: role.value for role in Role}
 """Role -> its value (read from an enum member, `.value` is slow in a loop over every message)."""
 
@@ -576,4 +553,80 @@ def attach_cost(report: Report, transcript: Transcript) -> Report:
     for row, cost in zip(report.requests, found.requests, strict=True):
         row.cost, row.cost_note = cost.cost, cost.note
     report.cost = found.summary
+    return report
+
+
+def budget_row(replay: Replay) -> BudgetRow:
+    """The replay's budget, its policy and where its window came from, as the report's row."""
+    b = replay.budget
+    return BudgetRow(
+        policy=replay.policy.name,
+        window=b.window,
+        window_source=replay.window_source,
+        window_stated=replay.transcript.window,
+        output_reserve=b.output_reserve,
+        safety_buffer=b.safety_buffer,
+        trigger=b.trigger,
+        target=b.target,
+        groups_kept=b.groups_kept,
+        results_kept=b.results_kept,
+        blocking=b.blocking,
+        harness=replay.harness,
+        harness_wrote_transcript=replay.harness_wrote_it,
+        rule=b.rule,
+    )
+
+
+def replay_report(
+    replay: Replay, step: int | None = None, compare_with: str | Policy | None = None
+) -> Report:
+    """The report of a replay (`report --json`): the transcript's facts, the request rows filled
+    with calibrated contexts, spend and the harness's own estimates, the fidelity of the policy to
+    the recorded events; with `step`, the layers at that request, and with `compare_with`, that
+    request under a second policy (ReplayError without `step`)."""
+    from inspector.replay.fidelity import fidelity
+
+    report = build_report(
+        replay.transcript,
+        budget_row(replay),
+        calibrated=replay.calibration.context,
+        spend=replay.calibration.spend,
+        harness=replay.harness_estimates(),
+    )
+    if len(replay):
+        report.fidelity = msgspec.to_builtins(fidelity(replay))
+    if step is not None:
+        s = replay.step(step)
+        report.step = step
+        if replay.decides_as_harness:
+            report.layers_decide_with = replay.policy.trigger_estimator
+        report.layers = [
+            LayerRow(
+                name=layer.name,
+                label=layer.label,
+                fired=layer.fired,
+                reason=layer.reason,
+                tokens_before=layer.tokens_before,
+                tokens_after=layer.tokens_after,
+                truncated=layer.truncated,
+                cleared=layer.cleared,
+                removed=layer.removed,
+                summarized=layer.summarized,
+            )
+            for layer in s.result.layers
+        ]
+        report.distance = replay.distance_dict(s)
+        from inspector.replay.composition import composition
+        from inspector.replay.folded import compaction_at, opened
+
+        report.composition = composition(s).to_dict()
+        event = compaction_at(replay, step)
+        if event is not None and event.after_request >= 1:
+            report.compaction = opened(replay, event).to_dict()
+        if compare_with is not None:
+            from inspector.replay.compare import compare
+
+            report.compare = msgspec.to_builtins(compare(replay, replay.with_settings(compare_with), step))
+    elif compare_with is not None:
+        raise ReplayError("--compare needs --step K: the request at which to compare the two policies")
     return report

@@ -228,11 +228,22 @@ _NO_SUMMARIZER = ("", "none", "off")
 """What a policy may write for "no summarizer" (auto compact off)."""
 
 
+def _layer_problem(layer: str) -> str | None:
+    if layer in LAYER_FACTORIES:
+        return None
+    return f"unknown layer {layer!r} (known: {', '.join(LAYER_FACTORIES)})"
+
+
+def _layers_repeat_problem(layers: tuple[str, ...]) -> str | None:
+    return "a layer appears twice" if len(set(layers)) != len(layers) else None
+
+
 def _layers_problem(layers: tuple[str, ...]) -> str | None:
     for layer in layers:
-        if layer not in LAYER_FACTORIES:
-            return f"unknown layer {layer!r} (known: {', '.join(LAYER_FACTORIES)})"
-    return "a layer appears twice" if len(set(layers)) != len(layers) else None
+        problem = _layer_problem(layer)
+        if problem is not None:
+            return problem
+    return _layers_repeat_problem(layers)
 
 
 def _summarizer_problem(name: str | None) -> str | None:
@@ -454,12 +465,6 @@ def _looks_like_path(value: str | os.PathLike[str]) -> bool:
     return Path(value).is_file() or value.lower().endswith((".toml", ".json")) or os.sep in value
 
 
-def _check_keys(data: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
-    for key in data:
-        if key not in allowed:
-            raise PolicyError(f"{where}: unknown key {key!r} (allowed: {', '.join(allowed)})")
-
-
 OWN_LINES = ("output_reserve", "safety_buffer", "trigger_ratio", "blocking_buffer")
 """Parameters that set a policy's lines itself: a file that gives one leaves the harness table."""
 
@@ -482,34 +487,13 @@ def policy_from_dict(data: Mapping[str, Any], where: str = "policy", default_nam
     """A policy from parsed file content: the team-file `context` form or flat parameters.
 
     Flat: `name`, `base` (a preset, default opencollab) and parameters. Team file: a single
-    `context` key holding a preset name or a table with `policy` and parameters.
+    `context` key holding a preset name or a table with `policy` and parameters. Validated whole
+    by the pydantic models of `policy_file` (imported here, at the door, not before): every
+    problem with its location, in one line (`PolicyError`).
     """
-    if "context" in data:
-        _check_keys(data, ("context",), where)
-        context = data["context"]
-        if isinstance(context, str):
-            return preset(context)
-        if not isinstance(context, Mapping):
-            raise PolicyError(
-                f"{where}: context must be a policy name or a table, not {type(context).__name__}"
-            )
-        _check_keys(context, CONTEXT_KEYS, f"{where}: context")
-        base_name = context.get("policy", "opencollab")
-        if not isinstance(base_name, str):
-            raise PolicyError(f"{where}: context.policy must be a policy name")
-        base = preset(base_name)
-        params = {k: v for k, v in context.items() if k != "policy"}
-        return _build(base, base.name, params, where)
-    _check_keys(data, FILE_KEYS, where)
-    base_name = data.get("base", "opencollab")
-    if not isinstance(base_name, str):
-        raise PolicyError(f"{where}: base must be a policy name")
-    base = preset(base_name)
-    name = data.get("name", default_name)
-    if not isinstance(name, str) or not name.strip():
-        raise PolicyError(f"{where}: name must be a non-empty string")
-    params = {k: v for k, v in data.items() if k not in ("name", "base")}
-    return _build(base, name, params, where)
+    from .policy_file import parse_policy
+
+    return parse_policy(data, where, default_name)
 
 
 def load_policy(name_or_path: str | os.PathLike[str]) -> Policy:

@@ -1656,7 +1656,9 @@ class InspectorApp(App[None]):
         self.home = home
         self.tour = tour
         self.window_source = window_source
-        self.theme = "textual-dark"
+        from inspector.settings import current
+
+        self.theme = current().theme or "textual-dark"  # the user's settings file, where it names one
 
     def get_default_screen(self) -> Screen[None]:
         if self.transcript is None:

@@ -1,0 +1,99 @@
+"""The user's settings: `$XDG_CONFIG_HOME/context-inspector/settings.toml` (default
+`~/.config/context-inspector/settings.toml`), read once when the command line starts a command
+that uses them (the app, `tour`, `calibrate`, `sessions`; `report`, `findings`, `explain` and
+`export` neither read nor pay for them).
+
+- `theme`: the app's theme;
+- `estimator`: `calibrate`'s default --estimator;
+- `session_folders`: more folders where discovery (the session picker, `sessions`) finds sessions.
+
+No file: the defaults, and pydantic is never imported. A file: validated at the door
+(`inspector.door.settings_file`); a bad one is `SettingsError`, one line naming every problem
+with its location (the command line prints it and exits 2). Pure core: no Textual.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+
+from msgspec import Struct
+
+__all__ = ["DEFAULT", "Settings", "SettingsError", "current", "load_settings", "settings_path", "use"]
+
+DEFAULT_ESTIMATOR = "heuristic"
+
+
+class SettingsError(ValueError):
+    """A settings file that cannot be used; the message is one line."""
+
+
+class Settings(Struct, frozen=True, kw_only=True):
+    """The settings in force (the defaults where no file sets them)."""
+
+    theme: str | None = None
+    """The app's theme (None: the app's own, textual-dark)."""
+    estimator: str = DEFAULT_ESTIMATOR
+    """The local estimate `calibrate` starts from when --estimator is not given."""
+    session_folders: tuple[Path, ...] = ()
+    """More folders discovery looks in (absolute; a missing one is skipped)."""
+    path: Path | None = None
+    """The file they were read from (None: no file, the defaults)."""
+
+
+DEFAULT = Settings()
+
+
+def settings_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where the settings file is: `$XDG_CONFIG_HOME` (when set and absolute, as the XDG spec
+    says) or `~/.config`, then `context-inspector/settings.toml`."""
+    env = os.environ if env is None else env
+    config = env.get("XDG_CONFIG_HOME", "")
+    if config and os.path.isabs(config):
+        root = Path(config)
+    else:
+        home = env.get("HOME")
+        root = (Path(home) if home else Path.home()) / ".config"
+    return root / "context-inspector" / "settings.toml"
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> Settings:
+    """The settings of the file at `settings_path(env)`; the defaults when there is none."""
+    path = settings_path(env)
+    try:
+        raw = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return DEFAULT
+    except OSError as exc:
+        raise SettingsError(f"cannot read the settings file {path}: {exc.strerror or exc}") from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SettingsError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: not valid TOML: {exc}") from None
+    from inspector.door.settings_file import parse_settings, resolve_folder
+
+    try:
+        parsed = parse_settings(data, str(path))
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    folders = tuple(dict.fromkeys(resolve_folder(f, path.parent) for f in parsed.session_folders))
+    return Settings(theme=parsed.theme, estimator=parsed.estimator, session_folders=folders, path=path)
+
+
+_current = DEFAULT
+
+
+def current() -> Settings:
+    """The settings in force: those the command line read (`use`), else the defaults (a library
+    caller or a test never reads the user's file by accident)."""
+    return _current
+
+
+def use(settings: Settings) -> None:
+    """Make `settings` the ones in force (the command line, once, at its start)."""
+    global _current
+    _current = settings
