@@ -48,21 +48,14 @@ def _positive_int(text: str) -> int:
 
 def _window_size(text: str) -> int:
     """ "200000", "200,000", "200k", "1m" -> tokens, as the app's window field reads them."""
-    raw = text.strip().lower().replace(",", "").replace("_", "").replace(" ", "")
-    scale = 1
-    if raw.endswith("k"):
-        scale, raw = 1_000, raw[:-1]
-    elif raw.endswith("m"):
-        scale, raw = 1_000_000, raw[:-1]
-    try:
-        value = float(raw) * scale
-    except ValueError:
+    from inspector.shaping.budget import MAX_WINDOW, parse_window
+
+    value = parse_window(text)
+    if value is None:
         raise argparse.ArgumentTypeError(
-            f"not a window size: {text!r} (give tokens: 200000, 200k or 1m)"
-        ) from None
-    if not value or value != value or value < 1 or value > 100_000_000:
-        raise argparse.ArgumentTypeError(f"not a window size: {text!r} (give 1 to 100m tokens)")
-    return int(value)
+            f"not a window size: {text!r} (give 1 to {MAX_WINDOW // 1_000_000}m tokens: 200000, 200k or 1m)"
+        )
+    return value
 
 
 def _add_shaping_options(p: argparse.ArgumentParser) -> None:

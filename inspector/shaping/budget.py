@@ -224,3 +224,24 @@ class Budget(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
         out.append(("target", self.target))
         out.sort(key=lambda line: -line[1])
         return out
+
+
+MAX_WINDOW = 100_000_000
+"""The largest window a user may give (`parse_window`)."""
+
+
+def parse_window(text: str) -> int | None:
+    """ "100000", "100,000", "100k", "1m" -> tokens; None when it is not a positive size."""
+    raw = text.strip().lower().replace(",", "").replace("_", "").replace(" ", "")
+    scale = 1
+    if raw.endswith("k"):
+        scale, raw = 1_000, raw[:-1]
+    elif raw.endswith("m"):
+        scale, raw = 1_000_000, raw[:-1]
+    try:
+        value = float(raw) * scale
+    except ValueError:
+        return None
+    if not value or value != value or value < 1 or value > MAX_WINDOW:
+        return None
+    return int(value)

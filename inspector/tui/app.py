@@ -999,6 +999,7 @@ class MainScreen(Screen[None]):
         )
         if self.columns.view is shown:
             self.columns.view = view  # the same rows: only the gauge's words change
+        self.gauge.show(view)  # its distance line gives the harness's own figure too
         self.gauge.border_subtitle = line(self._gauge_subtitle(view))
 
     def _gauge_subtitle(self, view: StepView) -> str:

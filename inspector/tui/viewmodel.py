@@ -36,6 +36,7 @@ from inspector.model import (
 from inspector.replay.folded import OpenedCompaction
 from inspector.report.sanitize import one_line, visible
 from inspector.shaping import Action, Decision, LayerResult, ShapeResult, explain
+from inspector.shaping.budget import parse_window
 from inspector.tokens.calibration import OVERHEAD_ID
 
 SIMULATED_COMPACTION_LAYERS = frozenset({"old_history_snip", "auto_compact"})
@@ -61,23 +62,6 @@ def compact_tokens(n: int) -> str:
     if n < 1_000_000:
         return f"{n // 1000}k"
     return f"{n / 1_000_000:.2f}M"
-
-
-def parse_window(text: str) -> int | None:
-    """ "100000", "100,000", "100k", "1m" -> tokens; None when it is not a positive size."""
-    raw = text.strip().lower().replace(",", "").replace("_", "").replace(" ", "")
-    scale = 1
-    if raw.endswith("k"):
-        scale, raw = 1_000, raw[:-1]
-    elif raw.endswith("m"):
-        scale, raw = 1_000_000, raw[:-1]
-    try:
-        value = float(raw) * scale
-    except ValueError:
-        return None
-    if not value or value != value or value < 1 or value > 100_000_000:
-        return None
-    return int(value)
 
 
 def role_label(message: Message) -> str:
