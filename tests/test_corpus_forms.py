@@ -366,3 +366,32 @@ def test_a_json_array_session_is_followed_by_reading_it_whole(tmp_path: Path) ->
     follower.poll_once()
     assert 0 < first < 162
     assert len(follower.transcript().requests) == 162
+
+
+def test_a_local_command_written_as_a_root_goes_on_with_the_history(tmp_path: Path) -> None:
+    """Claude Code may write a local command's lines without a parent (notes §3): the
+    conversation goes on from them, and nothing was cleared: no segment, no event."""
+    original = corpus_file("claude-code/applabnl-a9185eb7.jsonl")
+    recs = records(original)
+    users = [
+        i
+        for i, r in enumerate(recs)
+        if r.get("type") == "user" and isinstance(r["message"].get("content"), str) and i > 5
+    ]
+    at = users[len(users) // 2]
+    command = dict(
+        recs[at],
+        uuid="c0ffee00-0000-4000-8000-000000000001",
+        parentUuid=None,
+        message={
+            "role": "user",
+            "content": "<command-name>/model</command-name>\n<command-message>model</command-message>\n"
+            "<command-args></command-args>",
+        },
+    )
+    recs[at] = dict(recs[at], parentUuid=command["uuid"])
+    edited = write_jsonl(tmp_path / "orphan-command.jsonl", [*recs[:at], command, *recs[at:]])
+    t = load(edited)
+    assert contexts(edited) == contexts(original)
+    assert len(t.segments) == 1 and t.events == load(original).events
+    assert t.load_issues == []

@@ -87,7 +87,7 @@ from .base import (
 from .claude_code_lines import Line, TypedMessage, decode, decode_line, too_deep_input
 from .claude_code_lines import blocks as typed_blocks
 from .claude_code_lines import usage as typed_usage
-from .claude_code_sources import Classifier
+from .claude_code_sources import Classifier, harness_written
 from .json_array import first_elements, is_array
 
 FORMAT = "claude-code"
@@ -1216,8 +1216,11 @@ class _Builder:
                     # conversation line before it in file order
                     summary = bool(rec.get("isCompactSummary"))
                     nxt = self._newest_before(cur, seen, sidechain_file)
-                    if summary or nxt is not None:
-                        self.starts[cur.uuid] = SUMMARY_ROOT if summary else NEW_ROOT
+                    if summary:
+                        self.starts[cur.uuid] = SUMMARY_ROOT
+                    elif nxt is not None and not harness_written(rec, cur.blocks):
+                        self.starts[cur.uuid] = NEW_ROOT
+                    # (a local command written as a root goes on with the history before it)
             elif nxt is None and cur.parent is not None and (broken := self._broken_before(cur)):
                 # its parent is a line this reader could not read (torn, with its uuid cut off):
                 # the history before it goes on at the newest main-thread line before it

@@ -171,3 +171,19 @@ class Classifier:
             return later
         self.task_done = True
         return TASK if later is PROMPT else Source.of(SourceKind.TASK, "first user task (an image)")
+
+
+def harness_written(rec: dict[str, Any], blocks: tuple[Block, ...]) -> bool:
+    """Whether a user line is the harness's own writing, not a prompt: an injected (`isMeta`) line,
+    a slash command, its output or its caveat. Such a line can be a root in the middle of a file
+    (a local command written without a parent, notes/claude-code-transcripts.md) without the
+    context being cleared."""
+    if rec.get("isMeta"):
+        return True
+    text = _text(blocks).lstrip()
+    return (
+        text.startswith(_CAVEAT)
+        or "<local-command-stdout>" in text
+        or "<local-command-stderr>" in text
+        or command_of(text) is not None
+    )
