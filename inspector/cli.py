@@ -721,19 +721,14 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    """The app in a browser: `textual-serve` runs `context-inspector PATH ...` under its web driver
-    for each browser that connects, on the loopback interface only (the transcripts are the user's)."""
-    import shlex
-
+    """The app in a browser (`inspector.tui.serve`), with the options checked here first."""
     _check_options(args)
     if args.path is not None and not os.path.exists(args.path):
         raise UserError(f"no such file or folder: {args.path}")
     if args.port > 65535:
         raise UserError(f"not a port: {args.port} (give 1 to 65535)")
-    try:
-        from textual_serve.server import Server
-    except ImportError:
-        raise UserError("serve needs textual-serve: pip install 'context-inspector[serve]'") from None
+    from inspector.tui.serve import ServeError, serve_app
+
     command = [sys.executable, "-m", "inspector"]
     if args.path is not None:
         command.append(os.path.abspath(args.path))
@@ -742,13 +737,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if value is not None:
             given = os.path.abspath(value) if option == "policy" and os.path.isfile(value) else str(value)
             command += [f"--{option}", given]
-    server = Server(
-        " ".join(shlex.quote(c) for c in command), host="127.0.0.1", port=args.port, title="context-inspector"
-    )
     try:
-        server.serve()
-    except OSError as exc:
-        raise UserError(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}") from None
+        serve_app(command, args.port)
+    except ServeError as exc:
+        raise UserError(str(exc)) from None
     return 0
 
 
