@@ -485,6 +485,17 @@ class MainScreen(Screen[None]):
             self.set_reactive(MainScreen.following, True)
 
     # -- layout -------------------------------------------------------------------------------
+    @contextmanager
+    def screen_lock(self) -> Iterator[None]:
+        """The replay's lock, taken for what the screen waits on (a step, the findings, the
+        window's layout): counted in `waiting` while it waits, so the background scan steps aside."""
+        with self.waiting:
+            self.replay_lock.acquire()
+        try:
+            yield
+        finally:
+            self.replay_lock.release()
+
     def compose(self) -> ComposeResult:
         yield Static("", id="banner", markup=False)
         with Horizontal(id="top"):
@@ -594,9 +605,7 @@ class MainScreen(Screen[None]):
             transcript = follower.transcript()
             view: StepView | None = None
             with paused_gc():
-                with self.waiting:
-                    self.replay_lock.acquire()
-                try:
+                with self.screen_lock():
                     replay = next_replay(previous, transcript, policy, window, self.window_source)
                     # The request that will be shown, shaped here: one worker less before it is on screen.
                     k = len(replay) if want is None else min(want, len(replay))
@@ -608,8 +617,6 @@ class MainScreen(Screen[None]):
                             wait=False,
                             compaction=open_compaction(replay, k),
                         )
-                finally:
-                    self.replay_lock.release()
                 contexts = tuple(replay.contexts())
         except Exception as exc:  # the transcript is untrusted: a failure must not stop following
             self.post_message(LiveFailed(f"cannot read the grown transcript: {exc}", generation))
@@ -643,14 +650,10 @@ class MainScreen(Screen[None]):
     ) -> None:
         with paused_gc():
             try:
-                with self.waiting:
-                    self.replay_lock.acquire()
-                try:
+                with self.screen_lock():
                     step = replay.step(k)
                     events = replay.events_at(k - 1)
                     compaction = open_compaction(replay, k)
-                finally:
-                    self.replay_lock.release()
             except ReplayError as exc:
                 self.post_message(LoadFailed(str(exc), generation))
                 return
@@ -1375,12 +1378,8 @@ class MainScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="findings", exit_on_error=False, description="find findings")
     def compute_findings(self, replay: Replay, generation: int) -> None:
         try:
-            with self.waiting:
-                self.replay_lock.acquire()
-            try:
+            with self.screen_lock():
                 found = find_all(replay)
-            finally:
-                self.replay_lock.release()
         except (ReplayError, ValueError) as exc:
             self.post_message(LoadFailed(f"cannot look for findings: {exc}", generation))
             return
@@ -1554,12 +1553,8 @@ class MainScreen(Screen[None]):
         from inspector.replay.composition import composition
 
         try:
-            with self.waiting:
-                self.replay_lock.acquire()
-            try:
+            with self.screen_lock():
                 found = composition(replay.step(k))
-            finally:
-                self.replay_lock.release()
         except (ReplayError, ValueError) as exc:
             self.post_message(LoadFailed(f"cannot lay out the window: {exc}", generation))
             return
