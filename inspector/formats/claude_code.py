@@ -119,6 +119,9 @@ SNIFF_KEYS = frozenset({"uuid", "parentUuid", "sessionId", "leafUuid", "messageI
 TITLE_TYPES = ("summary", "custom-title", "ai-title")
 BOUNDARY_SUBTYPES = ("compact_boundary", "microcompact_boundary")
 """(Tuples: a subtype may be any JSON value, a list included, so it is compared, never hashed.)"""
+MAX_HOPS_OFF_CHAIN = 64
+"""How many non-conversation lines (progress, system) a line may hang below the chain by and still
+be taken as hanging off it (`_Builder._hangs_off`)."""
 MAX_BROKEN_GAP = 64
 """How many lines after a broken line a line whose parent is missing is taken to hang off it."""
 SALVAGE_BYTES = 4096
@@ -1244,7 +1247,7 @@ class _Builder:
         system lines): a line after the leaf, as a session's last API error is."""
         nodes = self.s.nodes
         cur = nodes.get(node.parent) if node.parent else None
-        for _ in range(MAX_REJOIN):
+        for _ in range(MAX_HOPS_OFF_CHAIN):
             if cur is None:
                 return False
             if cur.uuid in on_chain:

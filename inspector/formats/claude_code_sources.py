@@ -99,6 +99,11 @@ def command_of(text: str) -> tuple[str, str] | None:
     return m.group(1).lower(), (args.group(1).strip() if args else "")
 
 
+def _command_output(text: str) -> bool:
+    """Whether the text is a local command's output (`<local-command-stdout>` / `-stderr>`)."""
+    return "<local-command-stdout>" in text or "<local-command-stderr>" in text
+
+
 def _memory(text: str) -> Source | None:
     m = _MEMORY.search(text)
     if m is None:
@@ -134,7 +139,7 @@ class Classifier:
             return RECOVERED_HOOK
         if stripped.startswith(_CAVEAT):
             return CAVEAT
-        if "<local-command-stdout>" in text or "<local-command-stderr>" in text:
+        if _command_output(text):
             return COMMAND_OUTPUT
         command = command_of(text)
         if command is not None:
@@ -183,7 +188,6 @@ def harness_written(rec: dict[str, Any], blocks: tuple[Block, ...]) -> bool:
     text = _text(blocks).lstrip()
     return (
         text.startswith(_CAVEAT)
-        or "<local-command-stdout>" in text
-        or "<local-command-stderr>" in text
+        or _command_output(text)
         or command_of(text) is not None
     )
