@@ -20,7 +20,7 @@ import json
 import sys
 from pathlib import Path
 
-from sample_sessions import sample_path
+from inspector.samples import sample_path
 
 from .runner import PY, Figure, run_child
 from .synth import OUT

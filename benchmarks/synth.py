@@ -1,6 +1,6 @@
 """Synthetic Claude Code transcripts for the benchmarks, by size, with real compactions.
 
-`sample_sessions.generate` writes a realistic Claude Code 2.1 session of any length: progress,
+`tools.samples.generate` writes a realistic Claude Code 2.1 session of any length: progress,
 hook and file-history lines between the conversation, responses streamed over several lines
 sharing `message.id`, large tool results that `toolUseResult` repeats. It writes a hook or two per
 tool call where real sessions run several, so `splice_hooks` adds them: then, as in a real
@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from sample_sessions import generate as gen
+from tools.samples import generate as gen
 
 OUT = Path(__file__).resolve().parent / "out"
 MB = 1_000_000

@@ -27,7 +27,7 @@ from inspector.settings import SettingsError
 from inspector.shaping import Policy, PolicyError, load_policy
 
 if TYPE_CHECKING:
-    from sample_sessions import SampleInfo
+    from inspector.samples import SampleInfo
 
 EXIT_USAGE = 2
 
@@ -484,7 +484,7 @@ def _record_at_line(path: str, n: int) -> dict[str, Any] | None:
 
 def _sample(name: str) -> SampleInfo:
     """A bundled sample or scenario, by name."""
-    from sample_sessions import SAMPLES, SCENARIOS, sample_info
+    from inspector.samples import SAMPLES, SCENARIOS, sample_info
 
     try:
         return sample_info(name)
@@ -497,7 +497,7 @@ def _sample(name: str) -> SampleInfo:
 
 def _cmd_tour(args: argparse.Namespace) -> int:
     """Open the app on a scenario with its guided tour; no SCENARIO: list them."""
-    from sample_sessions import SCENARIOS
+    from inspector.samples import SCENARIOS
 
     if args.scenario is None:
         width = max(len(name) for name in SCENARIOS)
@@ -539,7 +539,7 @@ def _cmd_open(args: argparse.Namespace) -> int:
         except LoaderError as exc:
             raise UserError(str(exc)) from None
     if args.sample is not None:
-        from sample_sessions import SAMPLES_DIR
+        from inspector.samples import SAMPLES_DIR
 
         _require_terminal(str(SAMPLES_DIR / _sample(args.sample).file))
     else:
@@ -548,7 +548,7 @@ def _cmd_open(args: argparse.Namespace) -> int:
     window_source = "--window"
     follow: bool | None = args.follow
     if args.sample is not None:
-        from sample_sessions import SAMPLES_DIR
+        from inspector.samples import SAMPLES_DIR
 
         info = _sample(args.sample)
         path = str(SAMPLES_DIR / info.file)

@@ -1,6 +1,6 @@
 """Teaching scenarios: their replays, their tour stops, overflow recovery and compaction storms.
 
-The scenario sessions are generated and registered by `sample_sessions` (`SCENARIOS`: file,
+The scenario sessions are generated and registered by `inspector.samples` (`SCENARIOS`: file,
 window, policy, the policy a lesson compares against). Everything a tour says about them is
 computed here from their replays, so a stop cannot drift from the data: each scenario has a
 function that finds its key requests (the first request where a layer fires, the request the
@@ -37,10 +37,10 @@ from inspector.formats import load
 from inspector.model import SEGMENT_EVENTS, Message, RecordedEvent, SourceKind, Transcript
 from inspector.replay import Replay, ReplayError
 from inspector.replay.cache import cache_cost
+from inspector.samples import SCENARIOS, SampleInfo
 from inspector.shaping import Action, ShapeResult, group_spans, load_policy, pin_label
 from inspector.shaping.base import plural
 from inspector.tokens.calibration import CalibratedEstimator
-from sample_sessions import SCENARIOS, SampleInfo
 
 __all__ = [
     "STORM_SPAN",

@@ -46,7 +46,7 @@ def claude_code_corpus() -> list[Path]:
 def real_transcripts() -> list[Path]:
     """Every transcript the project bundles (samples, scenarios, the OpenCollab run) and, where
     the corpus is beside the project, every corpus file."""
-    samples = ROOT / "sample_sessions"
+    samples = ROOT / "inspector" / "samples"
     found = [
         *sorted(samples.glob("*.jsonl")),
         *sorted(samples.glob("scenarios/*.jsonl")),

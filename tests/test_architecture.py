@@ -51,7 +51,7 @@ def test_importing_the_core_does_not_load_textual() -> None:
 
 
 def test_loading_a_claude_code_session_imports_no_other_reader() -> None:
-    from sample_sessions import sample_path
+    from inspector.samples import sample_path
 
     code = (
         "import sys\nfrom inspector.formats import load\n"
@@ -67,7 +67,7 @@ def test_loading_a_claude_code_session_imports_no_other_reader() -> None:
 # -- one-way packages ------------------------------------------------------------------------------
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"<root>", "door"}),
+    frozenset({"<root>", "door", "samples"}),
     frozenset({"model", "settings"}),
     frozenset({"formats"}),
     frozenset({"tokens", "live"}),
@@ -82,8 +82,8 @@ LAYERS: tuple[frozenset[str], ...] = (
 )
 """The packages of `inspector` (and its top-level modules), lowest first: each may import only
 from its own layer's packages or from layers below (DESIGN.md §1: bytes -> records -> ledger ->
-views -> widgets). `door` (the pydantic error line) and `settings` sit under everything that reads
-a user's file; `findings` writes its text with the report's sanitizer; the app reads tours from
+views -> widgets). `samples` (the bundled sessions: data only), `door` (the pydantic error line)
+and `settings` sit under everything that reads a user's file; `findings` writes its text with the report's sanitizer; the app reads tours from
 `scenarios`; the command line opens the app."""
 
 KNOWN_UPWARD: dict[tuple[str, str], str] = {

@@ -17,10 +17,10 @@ from inspector.replay.cache import (
     cache_cost,
     common_prefix,
 )
+from inspector.samples import SCENARIOS
 from inspector.scenarios import open_scenario
 from inspector.shaping import load_policy, policy_from_dict
 from inspector.tokens.calibration import OVERHEAD_ID
-from sample_sessions import SCENARIOS
 
 
 def _reads(n: int, size: int = 3_000, usage: bool = True) -> Transcript:

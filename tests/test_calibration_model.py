@@ -342,7 +342,7 @@ def test_opencollab_recorded_clearing_is_applied_like_a_microcompact() -> None:
     Claude Code microcompact, so request 24 is predicted within a few percent (it was 159% off)."""
     from inspector.tokens.accuracy import accuracy
 
-    tr = load(ROOT / "sample_sessions" / "opencollab-run")
+    tr = load(ROOT / "inspector" / "samples" / "opencollab-run")
     cleared = [e for e in tr.events if e.layer == "tool_output_clear"]
     assert cleared[0].after_request == 23 and len(cleared[0].cleared_tool_ids) == 15
     rep = accuracy(tr, "heuristic")

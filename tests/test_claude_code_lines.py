@@ -80,7 +80,7 @@ def test_samples_and_synthetic_sessions_read_the_same_both_ways(monkeypatch: pyt
     made = synth.synth("lines400", requests=400)
     lines = made.path.read_bytes().count(b"\n")
     assert assert_same_both_ways(made.path, monkeypatch) == lines  # every line in the usual shape
-    for sample in sorted((ROOT / "sample_sessions").glob("*.jsonl")):
+    for sample in sorted((ROOT / "inspector" / "samples").glob("*.jsonl")):
         assert assert_same_both_ways(sample, monkeypatch) > 0
 
 

@@ -103,7 +103,7 @@ def test_report_text_shows_fidelity_and_the_harness_estimate(
     (two,) = [line for line in out.splitlines() if line.startswith("│       2 │")]
     # request 2: 26,061 reported at request 1 + its output 9 + characters/4 of what came after it
     assert [c.strip() for c in two.split("│")[1:4]] == ["2", "27,592", "27,180"]
-    sample = Path(__file__).resolve().parents[1] / "sample_sessions" / "opencollab-run"
+    sample = Path(__file__).resolve().parents[1] / "inspector" / "samples" / "opencollab-run"
     assert main(["report", str(sample)]) == 0
     out = capsys.readouterr().out
     assert "Fidelity: 29 matched, 0 missed (policy opencollab" in out
@@ -184,7 +184,7 @@ def test_a_file_name_that_is_not_utf8_is_written_to_json_as_escapes(
     is the file's own."""
     name = os.fsdecode(b"session-\xff.jsonl")
     path = tmp_path / name
-    path.write_bytes((ROOT / "sample_sessions" / "short-session.jsonl").read_bytes())
+    path.write_bytes((ROOT / "inspector" / "samples" / "short-session.jsonl").read_bytes())
     assert main(["report", str(path), "--json"]) == 0
     out = capsys.readouterr().out
     assert out.isascii() and "\\udcff" in out
@@ -234,7 +234,7 @@ def test_sessions_lists_discovered_sessions_newest_first(
 
     projects = tmp_path / "claude" / "projects" / "-work-app"
     projects.mkdir(parents=True)
-    sample = Path(__file__).resolve().parents[1] / "sample_sessions" / "short-session.jsonl"
+    sample = Path(__file__).resolve().parents[1] / "inspector" / "samples" / "short-session.jsonl"
     older, newer = projects / "older.jsonl", projects / "newer.jsonl"
     older.write_bytes(sample.read_bytes())
     newer.write_bytes(sample.read_bytes())
@@ -380,7 +380,7 @@ def test_export_command_writes_redacted_markdown(tmp_path: Path, capsys: pytest.
 
 
 def test_report_cache_cost_of_eager_clear(capsys: pytest.CaptureFixture[str]) -> None:
-    scenarios = Path(__file__).resolve().parents[1] / "sample_sessions" / "scenarios"
+    scenarios = Path(__file__).resolve().parents[1] / "inspector" / "samples" / "scenarios"
     path = scenarios / "eager-clear-cache.jsonl"
     eager = scenarios / "opencollab-eager.toml"
     r = _json(

@@ -14,7 +14,7 @@ from inspector.cli import QUICK_EXIT, main
 
 from .conftest import ROOT, python_lines
 
-SAMPLE = ROOT / "sample_sessions" / "long-session.jsonl"
+SAMPLE = ROOT / "inspector" / "samples" / "long-session.jsonl"
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

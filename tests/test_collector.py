@@ -37,7 +37,7 @@ def test_the_app_holds_the_session_it_opens(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(app_module.InspectorApp, "run", lambda self: None)
     app_module.run_app(None)
     assert held == []  # the picker: sessions come and go
-    app_module.run_app(load(ROOT / "sample_sessions" / "short-session.jsonl"))
+    app_module.run_app(load(ROOT / "inspector" / "samples" / "short-session.jsonl"))
     assert held == [True]
 
 
@@ -47,7 +47,7 @@ def test_after_hold_loaded_bulk_builds_are_collected_as_usual() -> None:
         "from inspector.formats import load\n"
         "from inspector.model.bulk import FULL_COLLECTION_EVERY, hold_loaded, paused_gc\n"
         "before = len(gc.get_objects())\n"
-        f"t = load({str(ROOT / 'sample_sessions' / 'long-session.jsonl')!r})\n"
+        f"t = load({str(ROOT / 'inspector' / 'samples' / 'long-session.jsonl')!r})\n"
         "hold_loaded()\n"
         "held = gc.get_freeze_count()\n"
         "with paused_gc():\n"

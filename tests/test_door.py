@@ -17,12 +17,12 @@ from inspector import cli
 from inspector.door import location
 from inspector.door.settings_file import ESTIMATORS, KEYS, THEMES
 from inspector.live import discover
+from inspector.samples import sample_path
 from inspector.settings import DEFAULT, Settings, SettingsError, current, load_settings, settings_path, use
 from inspector.shaping import CLAUDE_CODE, CODEX, OPENCODE, OPENCOLLAB, PolicyError, load_policy
 from inspector.shaping.policy import PARAMETER_KEYS
 from inspector.shaping.policy_file import ContextTable, Parameters, PolicyFile
 from inspector.tui.lab import policy_toml
-from sample_sessions import sample_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SHORT = sample_path("short-session")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from inspector.cli import main
-from sample_sessions.opencollab import RUN_DIR
+from inspector.samples import OPENCOLLAB_RUN_DIR as RUN_DIR
 
 from .test_hardening_readonly import (
     Snapshot,

@@ -25,8 +25,8 @@ from inspector.formats.opencollab import (
 )
 from inspector.model import EventKind, Message, Role, SourceKind, ToolCallBlock, ToolResultBlock, Usage
 from inspector.tokens.harness import harness_tokens, opencollab_message_tokens, opencollab_text_tokens
-from sample_sessions import opencollab as sample
-from sample_sessions.opencollab import RUN_DIR, build_run, generate_run, write_final_snapshot
+from tools.samples import opencollab as sample
+from tools.samples.opencollab import RUN_DIR, build_run, generate_run, write_final_snapshot
 
 from .conftest import CORPUS_DATA
 
@@ -76,7 +76,7 @@ def test_committed_run_equals_a_fresh_generation(tmp_path: Path) -> None:
     )
     for name in fresh:
         assert fresh[name] == committed[name], (
-            f"{name} was edited by hand; run python -m sample_sessions.opencollab"
+            f"{name} was edited by hand; run python -m tools.samples.opencollab"
         )
     assert info.bytes == sum(len(b) for b in committed.values()) < 300_000
 
@@ -557,7 +557,7 @@ def test_detection_picks_the_opencollab_reader() -> None:
 
 
 def test_detection_still_picks_the_right_reader_for_other_files(tmp_path: Path) -> None:
-    samples = sorted((ROOT / "sample_sessions").glob("*.jsonl"))
+    samples = sorted((ROOT / "inspector" / "samples").glob("*.jsonl"))
     assert samples
     for path in samples:
         assert detect(path).format == "claude-code", path

@@ -442,7 +442,7 @@ def test_running_median_is_the_sorted_median(values: list[int]) -> None:
 
 
 def test_estimates_are_plain_frozen_harness_estimates() -> None:
-    tr = load(ROOT / "sample_sessions" / "short-session.jsonl")
+    tr = load(ROOT / "inspector" / "samples" / "short-session.jsonl")
     for name in ESTIMATORS:
         for e in (*harness_estimates(tr, name), *segment_end_estimates(tr, name)):
             assert type(e) is HarnessEstimate

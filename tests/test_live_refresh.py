@@ -49,7 +49,7 @@ def _follow_and_compare(path: Path, every: int) -> int:
 
 @pytest.mark.slow
 def test_sample_session_followed_line_by_line_matches_fresh_replays() -> None:
-    path = ROOT / "sample_sessions" / "long-session.jsonl"
+    path = ROOT / "inspector" / "samples" / "long-session.jsonl"
     assert _follow_and_compare(path, every=25) >= 10
 
 

@@ -13,7 +13,7 @@ import inspector.report.progress as progress_mod
 from inspector.cli import main
 from inspector.formats import load
 from inspector.report.progress import ERASE, LoadProgress, human_size, progress_for
-from sample_sessions import sample_path
+from inspector.samples import sample_path
 
 
 class Terminal(io.StringIO):

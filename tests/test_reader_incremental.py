@@ -16,7 +16,7 @@ from inspector.model import Message, Origin, Role, TextBlock, ToolCallBlock, Too
 
 from .conftest import ROOT, claude_code_corpus
 
-SAMPLES = [ROOT / "sample_sessions" / "long-session.jsonl", ROOT / "sample_sessions" / "short-session.jsonl"]
+SAMPLES = [ROOT / "inspector" / "samples" / "long-session.jsonl", ROOT / "inspector" / "samples" / "short-session.jsonl"]
 
 
 def fields(t: Transcript) -> dict[str, Any]:

@@ -32,7 +32,7 @@ import pytest
 from inspector.cli import main
 from inspector.formats import load
 from inspector.live.discovery import discover
-from sample_sessions.opencollab import RUN_DIR
+from inspector.samples import OPENCOLLAB_RUN_DIR as RUN_DIR
 
 from .test_hardening_readonly import TRANSCRIPTS
 

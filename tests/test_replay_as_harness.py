@@ -12,11 +12,11 @@ from msgspec.structs import replace
 from inspector.formats import load
 from inspector.model import Message, Role, TextBlock
 from inspector.replay import Replay
+from inspector.samples import OPENCOLLAB_RUN_DIR as RUN_DIR
+from inspector.samples import sample_path
 from inspector.shaping import Action, Decision, LayerResult, ShapeResult, TokenMemo
 from inspector.shaping.pipeline import recast
 from inspector.tokens import HeuristicEstimator
-from sample_sessions import sample_path
-from sample_sessions.opencollab import RUN_DIR
 
 
 def test_the_opencollab_run_is_shaped_as_opencollab_shaped_it() -> None:

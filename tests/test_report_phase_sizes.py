@@ -247,7 +247,7 @@ def test_one_weight_is_the_weight_in_the_whole_dict() -> None:
     `Step.weights.get(mid)`: for every ledger message, the overhead, a message of another segment
     and an unknown id, in both modes, with the weights an OpenCollab trace's as-sent pass stands in."""
     from inspector.replay import Replay
-    from sample_sessions import sample_path
+    from inspector.samples import sample_path
 
     cases = [
         (load(sample_path("long-session")), "opencollab"),

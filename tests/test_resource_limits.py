@@ -34,7 +34,7 @@ from inspector.live import Follower, follower_for
 from inspector.model import LoadIssue
 from inspector.replay import Replay
 from inspector.report.summary import load_issues_title, replay_report
-from sample_sessions.opencollab import RUN_DIR
+from inspector.samples import OPENCOLLAB_RUN_DIR as RUN_DIR
 
 from .test_hardening_inputs import (
     T0,

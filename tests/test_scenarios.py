@@ -18,6 +18,7 @@ from inspector.model import (
 )
 from inspector.model.transcript import Request, Segment, Transcript, Usage
 from inspector.replay import Replay, ReplayError
+from inspector.samples import SCENARIOS
 from inspector.scenarios import (
     STORM_SPAN,
     ForcedRecovery,
@@ -31,7 +32,6 @@ from inspector.scenarios import (
 )
 from inspector.shaping import Action, load_policy, policy_from_dict
 from inspector.shaping.base import LayerResult
-from sample_sessions import SCENARIOS
 
 
 def fired(replay: Replay, k: int) -> tuple[str, ...]:

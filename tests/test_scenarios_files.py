@@ -10,11 +10,11 @@ import msgspec
 import pytest
 
 from inspector.formats import load
+from inspector.samples import SAMPLES, SCENARIOS, SCENARIOS_DIR, SampleInfo, sample_info, sample_path
 from inspector.scenarios import Tour, open_scenario, scenario_info, scenario_names, stops, tour
 from inspector.shaping import load_policy
-from sample_sessions import SAMPLES, SCENARIOS, SCENARIOS_DIR, SampleInfo, sample_info, sample_path
-from sample_sessions.generate import main
-from sample_sessions.scripted import SCENARIO_RECIPES, SCRIPTS, generate_scenario
+from tools.samples.regenerate import main
+from tools.samples.scripted import SCENARIO_RECIPES, SCRIPTS, generate_scenario
 
 ALL = pytest.mark.parametrize("name", list(SCENARIOS))
 

@@ -146,7 +146,7 @@ def test_every_report_validates_against_the_report_schema(path: Path) -> None:
 
 def test_the_validator_finds_what_breaks_the_report_schema() -> None:
     schema = _schema("report.schema.json")
-    data = _report(ROOT / "sample_sessions" / "short-session.jsonl")
+    data = _report(ROOT / "inspector" / "samples" / "short-session.jsonl")
     del data["budget"]
     data["requests"][0]["index"] = "one"
     data["segments"] = True
@@ -160,7 +160,7 @@ def test_the_validator_finds_what_breaks_the_report_schema() -> None:
 
 def _policy_files() -> list[tuple[str, Any]]:
     files: list[tuple[str, Any]] = []
-    for path in sorted((ROOT / "sample_sessions" / "scenarios").glob("*.toml")):
+    for path in sorted((ROOT / "inspector" / "samples" / "scenarios").glob("*.toml")):
         files.append((path.name, tomllib.loads(path.read_text(encoding="utf-8"))))
     for name, policy in sorted(PRESETS.items()):
         files.append((f"lab-{name}", tomllib.loads(policy_toml(policy))))

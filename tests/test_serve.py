@@ -22,7 +22,7 @@ from .conftest import ROOT
 aiohttp = pytest.importorskip("aiohttp", reason="the serve extra (textual-serve, aiohttp) is not installed")
 pytest.importorskip("textual_serve", reason="the serve extra (textual-serve) is not installed")
 
-SAMPLE = ROOT / "sample_sessions" / "short-session.jsonl"
+SAMPLE = ROOT / "inspector" / "samples" / "short-session.jsonl"
 
 
 def _free_port() -> int:

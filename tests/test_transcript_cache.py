@@ -18,7 +18,7 @@ from inspector.model import MediaBlock, Message, Role, TextBlock, Transcript
 
 from .conftest import FA812, ROOT
 
-SAMPLE = ROOT / "sample_sessions" / "long-session.jsonl"
+SAMPLE = ROOT / "inspector" / "samples" / "long-session.jsonl"
 
 
 def report_json(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> str:

@@ -10,13 +10,13 @@ import pytest
 from inspector.formats import load
 from inspector.model import Message, Request, Role, Segment, TextBlock, Transcript, Usage
 from inspector.replay import Replay
+from inspector.samples import SAMPLES, sample_path
 from inspector.shaping import PRESETS
 from inspector.tokens.harness import harness_tokens
 from inspector.tui import InspectorApp
 from inspector.tui.app import SCAN_TAIL_S, SCAN_YIELD_S, MainScreen, Pacer
 from inspector.tui.viewmodel import CellState
 from inspector.tui.widgets.sparkline import buckets
-from sample_sessions import SAMPLES, sample_path
 
 SIZE = (160, 48)
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -476,7 +476,7 @@ async def test_the_gauge_shows_the_harness_estimate() -> None:
 
 
 async def test_an_opencollab_trace_is_shaped_as_opencollab_did() -> None:
-    from sample_sessions.opencollab import RUN_DIR
+    from inspector.samples import OPENCOLLAB_RUN_DIR as RUN_DIR
 
     app = InspectorApp(load(RUN_DIR))
     async with app.run_test(size=SIZE) as pilot:

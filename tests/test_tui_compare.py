@@ -8,10 +8,10 @@ import pytest
 
 from inspector.formats import load
 from inspector.replay import Replay
+from inspector.samples import sample_path
 from inspector.tui import InspectorApp
 from inspector.tui.compare import CompareScreen
 from inspector.tui.viewmodel import CellState
-from sample_sessions import sample_path
 
 SIZE = (160, 48)
 K = 264
@@ -105,7 +105,7 @@ def test_compare_screen_snapshot(snap_compare: Any) -> None:
 
 
 async def test_compare_shows_the_prompt_cache_cost_of_eager_clear() -> None:
-    from sample_sessions import SCENARIOS_DIR, sample_info
+    from inspector.samples import SCENARIOS_DIR, sample_info
 
     info = sample_info("eager-clear-cache")
     app = InspectorApp(

@@ -19,11 +19,11 @@ from inspector.model import (
     Transcript,
     Usage,
 )
+from inspector.samples import SCENARIOS
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.viewmodel import session_view
 from inspector.tui.widgets.sparkline import legend
-from sample_sessions import SCENARIOS
 
 SIZE = (160, 48)
 HOSTILE = "529 [bold red]x[/] \x1b]52;c;SGVsbG8=\x07 overloaded"

@@ -7,11 +7,11 @@ from typing import Any
 from textual.widgets import OptionList
 
 from inspector.findings import find_all
+from inspector.samples import sample_info
 from inspector.scenarios import open_scenario
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.findings import FindingsScreen
-from sample_sessions import sample_info
 
 SIZE = (160, 48)
 NAME = "eager-clear-cache"

@@ -10,11 +10,11 @@ import pytest
 from textual.widgets import Input, Switch
 
 from inspector.formats import load
+from inspector.samples import sample_path
 from inspector.shaping import load_policy
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.lab import LabScreen, policy_toml
-from sample_sessions import sample_path
 
 SIZE = (160, 48)
 

@@ -21,12 +21,12 @@ from textual.notifications import Notify
 from inspector import cli
 from inspector.formats import load
 from inspector.replay import Replay
+from inspector.samples import sample_path
 from inspector.tokens.harness import harness_tokens
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.live import crossing, open_transcript, recently_modified, warning_line
 from inspector.tui.viewmodel import summary_line
-from sample_sessions import sample_path
 
 SIZE = (160, 48)
 WAIT = 6.0

@@ -16,10 +16,10 @@ from textual.widgets import Label, OptionList
 from inspector.live import SessionInfo
 from inspector.model import Transcript
 from inspector.report.progress import human_size
+from inspector.samples import sample_path
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.picker import HEADING_NONE, PickerScreen, ago, short_project
-from sample_sessions import sample_path
 
 from .test_tui_app import tiny_transcript
 

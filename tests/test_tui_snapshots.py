@@ -12,8 +12,8 @@ import pytest
 
 from inspector.formats import load
 from inspector.replay import Replay
+from inspector.samples import SAMPLES, sample_path
 from inspector.tui import InspectorApp
-from sample_sessions import SAMPLES, sample_path
 
 SIZE = (160, 48)
 
@@ -87,7 +87,7 @@ def test_help_screen(snap_compare: Any) -> None:
 
 def test_step_at_a_compaction(snap_compare: Any) -> None:
     """The compact-last-resort scenario at the first request where auto compact folds history."""
-    from sample_sessions import sample_info
+    from inspector.samples import sample_info
 
     info = sample_info("compact-last-resort")
     transcript = load(sample_path("compact-last-resort"))

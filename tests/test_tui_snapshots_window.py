@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from inspector.formats import load
+from inspector.samples import SCENARIOS
 from inspector.tui import InspectorApp
 from inspector.tui.window import CompositionScreen
-from sample_sessions import SCENARIOS
 from tests.conftest import FA812, corpus_file
 from tests.test_tui_snapshots import make_app, settled
 

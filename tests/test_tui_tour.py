@@ -10,10 +10,10 @@ from textual.widgets import Static
 
 from inspector.cli import main as cli_main
 from inspector.formats import load
+from inspector.samples import SCENARIOS
 from inspector.scenarios import stops
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
-from sample_sessions import SCENARIOS
 
 SIZE = (160, 48)
 NAME = "clear-suffices"

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from inspector.formats import load
 from inspector.replay.composition import composition
+from inspector.samples import SAMPLES, sample_path
 from inspector.tui import InspectorApp
 from inspector.tui.banner import sample_banner
 from inspector.tui.screens import MessageScreen
 from inspector.tui.widgets.keybar import KeyBar
 from inspector.tui.window import CompactionScreen, CompositionScreen
-from sample_sessions import SAMPLES, sample_path
 from tests.conftest import FA812, corpus_file
 from tests.test_tui_app import SIZE, screen_text, settle
 

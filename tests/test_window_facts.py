@@ -18,8 +18,8 @@ from inspector.replay.composition import build, composition, grid, message_parts
 from inspector.replay.distance import distance_text, distances, gap_text, percent
 from inspector.replay.folded import compaction_at, fold_sentence, folded_by, opened
 from inspector.report.summary import replay_report
+from inspector.samples import SAMPLES, sample_path
 from inspector.shaping import Budget
-from sample_sessions import SAMPLES, sample_path
 from tests.conftest import FA812, corpus_file
 
 

@@ -42,6 +42,7 @@ from inspector.replay import Replay, ReplayError, Step
 from inspector.replay.folded import OpenedCompaction, compaction_at, opened
 from inspector.report.cost import money_at
 from inspector.report.sanitize import one_line
+from inspector.samples import sample_info
 from inspector.scenarios import Tour
 from inspector.scenarios import tour as scenario_tour
 from inspector.shaping import PRESETS, Policy, PolicyError
@@ -88,7 +89,6 @@ from inspector.tui.widgets.keybar import KeyBar
 from inspector.tui.widgets.side import MessageDetail, PinnedSources
 from inspector.tui.widgets.sparkline import ContextSparkline, legend
 from inspector.tui.window import CompactionScreen, CompositionReady, CompositionScreen, compaction_note
-from sample_sessions import sample_info
 
 Start = Literal["first", "last"] | int
 RESET_WORDS = {

@@ -1,7 +1,7 @@
 """The first run's one-line banner: what the bundled sample is, and why this window.
 
 `context-inspector --sample` (the README's first command) opens a sample against the window it
-ships with (`sample_sessions.SampleInfo.window`), under its policy, not the window its model has:
+ships with (`inspector.samples.SampleInfo.window`), under its policy, not the window its model has:
 the banner says so, and gives the `report` command that shows the same replay.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from sample_sessions import SAMPLES, SCENARIOS, SampleInfo
+from inspector.samples import SAMPLES, SCENARIOS, SampleInfo
 
 
 def sample_of(path: str) -> SampleInfo | None:

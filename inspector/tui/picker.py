@@ -141,7 +141,7 @@ def _untitled(info: SessionInfo) -> str:
 
 def sample_rows() -> list[PickerRow]:
     """The bundled samples, as picker rows (their files are committed; no time shown)."""
-    from sample_sessions import SAMPLES
+    from inspector.samples import SAMPLES
 
     rows: list[PickerRow] = []
     for name, info in SAMPLES.items():
@@ -331,7 +331,7 @@ class PickerScreen(Screen[None]):
             label = info.title or info.path.name
             args = (info.path, follow, info.session_id, info.harness, self.policy, self.window)
         elif kind == "sample":
-            from sample_sessions import SAMPLES
+            from inspector.samples import SAMPLES
 
             sample = SAMPLES[rest]
             label = sample.title

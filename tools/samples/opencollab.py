@@ -1,4 +1,4 @@
-"""Deterministic generator of an OpenCollab run folder (`sample_sessions/opencollab-run/`).
+"""Deterministic generator of an OpenCollab run folder (`inspector/samples/opencollab-run/`).
 
 The run follows notes/opencollab.md §5: per-agent snapshots `agent_<aid>_<role>.json` (pretty JSON
 with `_autosave_sequence`), their `.json.journal` of autosave deltas, `team.json`, and the run's
@@ -22,8 +22,8 @@ folded into its snapshot (written just before a checkpoint truncation that never
 
 Everything is fixed: no clock, no randomness, identical bytes every run.
 
-    python -m sample_sessions.opencollab                 # regenerate sample_sessions/opencollab-run/
-    python -m sample_sessions.opencollab --out DIR       # write the run folder to DIR
+    python -m tools.samples.opencollab                 # regenerate inspector/samples/opencollab-run/
+    python -m tools.samples.opencollab --out DIR       # write the run folder to DIR
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from inspector.samples import OPENCOLLAB_RUN_DIR
+
 __all__ = [
     "CONTEXT_WINDOW",
     "MODEL",
@@ -51,7 +53,7 @@ __all__ = [
     "main",
 ]
 
-RUN_DIR = Path(__file__).resolve().parent / "opencollab-run"
+RUN_DIR = OPENCOLLAB_RUN_DIR
 MODEL = "qwen3-coder-30b-a3b-instruct"
 CONTEXT_WINDOW = 65_536
 OUTPUT_RESERVE = 20_000
@@ -2049,7 +2051,7 @@ def write_final_snapshot(aid: int, path: Path) -> Path:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m sample_sessions.opencollab",
+        prog="python -m tools.samples.opencollab",
         description="Write the deterministic OpenCollab sample run folder.",
     )
     parser.add_argument("--out", type=Path, default=RUN_DIR, help=f"the run folder (default: {RUN_DIR})")

@@ -1,7 +1,7 @@
-"""Claude Code transcripts this project generates itself, for demos, tests and benchmarks.
+"""The sample sessions bundled with the app (package data), for demos, tests and benchmarks.
 
-The files are written by :mod:`sample_sessions.generate` (deterministic, seeded) and committed
-next to this module; a test checks that they equal a fresh generation.
+The files are written by the generators in `tools/samples/` (deterministic, seeded; not shipped
+in the wheel) and committed next to this module; a test checks that they equal a fresh generation.
 """
 
 from __future__ import annotations
@@ -9,10 +9,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["SAMPLES", "SAMPLES_DIR", "SCENARIOS", "SCENARIOS_DIR", "SampleInfo", "sample_info", "sample_path"]
+__all__ = [
+    "OPENCOLLAB_RUN_DIR",
+    "SAMPLES",
+    "SAMPLES_DIR",
+    "SCENARIOS",
+    "SCENARIOS_DIR",
+    "SampleInfo",
+    "sample_info",
+    "sample_path",
+]
 
 SAMPLES_DIR: Path = Path(__file__).resolve().parent
 SCENARIOS_DIR: Path = SAMPLES_DIR / "scenarios"
+OPENCOLLAB_RUN_DIR: Path = SAMPLES_DIR / "opencollab-run"
+"""The OpenCollab run folder (written by `tools.samples.opencollab`)."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +183,7 @@ SCENARIOS: dict[str, SampleInfo] = {
         compare_policy=_policy_file("opencollab-eager.toml"),
     ),
 }
-"""Short scenario sessions for teaching, one phenomenon each (written by `sample_sessions.scripted`).
+"""Short scenario sessions for teaching, one phenomenon each (written by `tools.samples.scripted`).
 
 Kept apart from `SAMPLES` (the two general-purpose samples); `sample_info` and `sample_path` find
 both. The tour stops of each scenario are computed from its replay by `inspector.scenarios`.

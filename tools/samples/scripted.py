@@ -1,16 +1,16 @@
 """Scenario sessions for teaching: short Claude Code transcripts scripted request by request.
 
 Each scenario shows one context-engineering phenomenon cleanly under the window and policy it is
-registered with in :data:`sample_sessions.SCENARIOS` (the per-tool budget alone, tool output clear,
+registered with in :data:`inspector.samples.SCENARIOS` (the per-tool budget alone, tool output clear,
 snip, auto compaction, a provider overflow, a small window, a compaction storm, the eager clear's
 cache cost). They reuse the generator's repository, tools and honest usage accounting
-(:mod:`sample_sessions.generate`), but the sequence of requests is written out here instead of
+(:mod:`tools.samples.generate`), but the sequence of requests is written out here instead of
 being drawn by the size controller, so every phenomenon lands at a known request.
 
 Deterministic like the samples: a seed, a fixed base time, no wall clock. A test checks that the
 committed files equal a fresh generation.
 
-    python -m sample_sessions.generate --out sample_sessions     # samples and scenarios
+    python -m tools.samples.regenerate --out inspector/samples     # samples and scenarios
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from sample_sessions import SAMPLES_DIR, SCENARIOS
-from sample_sessions.generate import (
+from inspector.samples import SAMPLES_DIR, SCENARIOS
+from tools.samples.generate import (
     _THINK,
     DEFAULT_MODEL,
     SLUG,

@@ -12,13 +12,12 @@ every message sent before it, as the model sees it (tool results by their ``cont
 ``<persisted-output>`` preview, never ``toolUseResult``). ``cache_read_input_tokens`` is the
 previous request's context and ``cache_creation_input_tokens`` the rest.
 
-    python -m sample_sessions.generate --out sample_sessions        # every registered sample and scenario
-    python -m sample_sessions.generate --requests 2000 --seed 3 --out big.jsonl
+    python -m tools.samples.regenerate --out inspector/samples      # every registered sample and scenario
+    python -m tools.samples.regenerate --requests 2000 --seed 3 --out big.jsonl
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import difflib
 import json
@@ -26,16 +25,15 @@ import math
 import random
 import re
 import string
-import sys
 import uuid
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
-from sample_sessions import SAMPLES, SAMPLES_DIR, SCENARIOS
+from inspector.samples import SAMPLES, SAMPLES_DIR
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -46,7 +44,6 @@ __all__ = [
     "count_tokens",
     "generate_claude_code",
     "generate_sample",
-    "main",
 ]
 
 CLAUDE_CODE_VERSION = "2.1.39"
@@ -3135,62 +3132,3 @@ def generate_sample(name: str, out_dir: Path | None = None) -> GeneratedInfo:
         target_peak_tokens=recipe.target_peak_tokens,
         scenario=recipe.scenario,
     )
-
-
-def _describe(info: GeneratedInfo) -> str:
-    return (
-        f"{info.path}: {info.requests} requests, {info.tool_calls} tool calls, {info.lines} lines, "
-        f"{info.bytes:,} bytes, context {info.first_context:,} -> {info.peak_context:,} tokens"
-    )
-
-
-def main(argv: Iterable[str] | None = None) -> int:
-    """Command line: regenerate every registered sample and scenario, or write one custom transcript."""
-    parser = argparse.ArgumentParser(
-        prog="python -m sample_sessions.generate",
-        description="Write deterministic synthetic Claude Code transcripts.",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="folder for the registered samples (default: the package folder), or the "
-        "output file when --requests is given",
-    )
-    parser.add_argument(
-        "--requests", type=int, default=None, help="write one custom transcript with N requests"
-    )
-    parser.add_argument("--seed", type=int, default=7, help="random seed of a custom transcript (default 7)")
-    parser.add_argument("--session-id", default=None, help="sessionId of a custom transcript")
-    parser.add_argument(
-        "--target-peak-tokens",
-        type=int,
-        default=None,
-        help="steer a custom transcript's last context size to about this many tokens",
-    )
-    parser.add_argument("--scenario", choices=("feature", "bugfix"), default=None)
-    args = parser.parse_args(None if argv is None else list(argv))
-    if args.requests is not None:
-        if args.out is None:
-            parser.error("--out FILE is required with --requests")
-        info = generate_claude_code(
-            args.out,
-            requests=args.requests,
-            seed=args.seed,
-            session_id=args.session_id,
-            target_peak_tokens=args.target_peak_tokens,
-            scenario=args.scenario,
-        )
-        print(_describe(info))
-        return 0
-    for name in SAMPLES:
-        print(_describe(generate_sample(name, args.out)))
-    from sample_sessions.scripted import generate_scenario  # it imports this module
-
-    for name in SCENARIOS:
-        print(_describe(generate_scenario(name, args.out)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Tools for developers, outside the wheel: the generators of the bundled sample sessions."""

@@ -1,0 +1,5 @@
+import sys
+
+from tools.samples.regenerate import main
+
+sys.exit(main())
