@@ -1,4 +1,4 @@
-"""Teaching scenarios: their replays, their tour stops, overflow recovery and compaction storms.
+"""Teaching scenarios: their replays and their tour stops, narrated from the replays' numbers.
 
 The scenario sessions are generated and registered by `inspector.samples` (`SCENARIOS`: file,
 window, policy, the policy a lesson compares against). Everything a tour says about them is
@@ -7,63 +7,41 @@ function that finds its key requests (the first request where a layer fires, the
 provider rejected, the first compaction of a storm...) and writes one paragraph per stop with
 the numbers of that replay.
 
-Two phenomena need more than one replayed request, and have their own functions:
-
-- `overflow_recovery(replay, k)`: what forced mode (every reactive layer compacting to its target
-  unconditionally, pinned messages still protected) sends at request k, the estimates before and
-  after, and whether that fits the window; `overflow_incidents(replay)` pairs every recorded
-  "prompt is too long" error (a failed call, no request: an `EventKind.API_ERROR` event after
-  request k) with its single retry and says whether the run stopped, and why. Forced mode for a
-  rejected call runs on the ledger it was made with: the retry's (request k + 1, before its
-  response), or, when no request followed, request k's ledger and what was written after it.
-- `persisted_run(replay)`: the policy run by a harness that keeps what it compacted (the
-  compacted view is the next request's starting point, as in harnesses that rewrite their
-  history), which is where the gap between trigger and target decides whether the next request
-  triggers again: a target at the trigger storms, the default 75% does not. (A read-time replay,
-  `Replay.step`, reshapes the whole ledger at every request instead.)
+The analysis the stops narrate lives with the core, not here: overflow recovery and its single
+retry in `inspector.findings.overflow`, a policy run by a harness that keeps what it compacted
+(and its storms) in `inspector.replay.persisted`; layer names come from the layers themselves.
 
 Pure core: no Textual. `tour(name)` is what an app or a `tour` command would list.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import cache
 
 from msgspec import Struct
 
-from inspector.findings.checks import api_errors, call_text, is_overflow_error
+from inspector.findings.checks import call_text
+from inspector.findings.overflow import overflow_incidents, request_sizer
 from inspector.formats import load
-from inspector.model import SEGMENT_EVENTS, Message, RecordedEvent, SourceKind, Transcript
+from inspector.model import Message, SourceKind, Transcript
 from inspector.replay import Replay, ReplayError
 from inspector.replay.cache import cache_cost
+from inspector.replay.persisted import STORM_SPAN, persisted_run
 from inspector.samples import SCENARIOS, SampleInfo
-from inspector.shaping import Action, ShapeResult, group_spans, load_policy, pin_label
+from inspector.shaping import Action, ShapeResult, load_policy, pin_label
+from inspector.shaping.auto_compact import AutoCompact
 from inspector.shaping.base import plural
-from inspector.tokens.calibration import CalibratedEstimator
+from inspector.shaping.eager_clear import EagerToolOutputClear
+from inspector.shaping.history_snip import OldHistorySnip
+from inspector.shaping.tool_budget import PerToolResultBudget
+from inspector.shaping.tool_output_clear import ToolOutputClear
 
-__all__ = [
-    "STORM_SPAN",
-    "ForcedRecovery",
-    "OverflowIncident",
-    "PersistedRun",
-    "PersistedStep",
-    "Stop",
-    "Tour",
-    "call_ledger",
-    "open_scenario",
-    "overflow_incidents",
-    "overflow_recovery",
-    "persisted_run",
-    "scenario_info",
-    "scenario_names",
-    "stops",
-    "storms",
-    "tour",
-]
+__all__ = ["Stop", "Tour", "open_scenario", "scenario_info", "scenario_names", "stops", "tour"]
 
-STORM_SPAN = 3
-"""Compactions at most this many requests apart belong to one storm (the findings' default)."""
+# the layers the stops are about, by the names the layers give themselves
+BUDGET, CLEAR, SNIP = PerToolResultBudget.name, ToolOutputClear.name, OldHistorySnip.name
+COMPACT, EAGER = AutoCompact.name, EagerToolOutputClear.name
 
 
 # --------------------------------------------------------------------------------------------
@@ -95,106 +73,6 @@ class Tour(Struct, frozen=True, kw_only=True):
     compare_policy: str | None
     requests: int
     stops: list[Stop]
-
-
-class ForcedRecovery(Struct, frozen=True, kw_only=True):
-    """Forced mode at one request: what it sends, the estimates before and after, whether it fits.
-
-    `request` is the request whose calibration sizes the messages: forced mode at request k runs
-    on its ledger; for a rejected call (no request) on the ledger that call was made with
-    (`call_after` says after which request it was made; see `call_ledger`).
-    `tokens_before` is the estimate of the view the normal pipeline sends on that ledger (what
-    the provider rejected), `tokens_after` that of the forced view. Above the trigger every
-    reactive layer already compacts toward its target, so the two are equal there; forced mode
-    frees more only where the estimate was under the trigger. `limit` is the window (what the
-    provider accepts); `pinned_tokens` and `recent_tokens` are the parts of the forced view no
-    layer may remove (pinned messages, the overhead among them; the last `groups_kept` groups).
-    """
-
-    request: int
-    limit: int | None
-    ledger_tokens: int
-    tokens_before: int
-    tokens_after: int
-    fits: bool
-    fired: list[str]
-    removed: int
-    cleared: int
-    summarized: int
-    pinned_tokens: int
-    recent_tokens: int
-    largest_id: str
-    largest_tokens: int
-    message_ids: list[str]
-    """What forced mode sends, in order (the overhead pseudo-message first)."""
-    view: tuple[Message, ...] = ()
-    """The messages themselves, in that order."""
-    call_after: int | None = None
-    """Set when the ledger is a rejected call's (made after that request), not request `request`'s."""
-    normal: ShapeResult | None = None
-    """What the normal (unforced) pipeline made of the same ledger."""
-
-    @property
-    def freed(self) -> int:
-        return self.tokens_before - self.tokens_after
-
-
-class OverflowIncident(Struct, frozen=True, kw_only=True):
-    """A call the provider rejected as too long, its single retry, and how it ended.
-
-    The rejected call is no request: it was made after request `after_request` (k), and the
-    transcript records it as an API error (`line`). Its retry is the next call: request k + 1
-    when that went through, or another overflow with no request between (`retry_overflowed`).
-    """
-
-    after_request: int
-    line: int | None
-    error: str
-    recovery: ForcedRecovery
-    """Forced mode on the ledger the rejected call was made with."""
-    retry: int | None
-    """The request that retried it (k + 1), when the retry went through; None when the retry was
-    rejected too or the transcript ends before any."""
-    retry_overflowed: bool
-    stopped: bool
-    reason: str
-    """Why the run stopped, or how it recovered, in one sentence with the numbers."""
-
-
-class PersistedStep(Struct, frozen=True, kw_only=True):
-    """One request of a persisted run: the view it started from, what it sent, what fired."""
-
-    request: int
-    input_tokens: int
-    sent_tokens: int
-    fired: list[str]
-    compacted: bool
-    """A layer removed or folded messages (a compaction: a new prefix, and with a summary a model call)."""
-    removed: int
-    summarized: int
-    cleared: int
-
-
-class PersistedRun(Struct, frozen=True, kw_only=True):
-    """A policy run by a harness that keeps what it compacted, request by request."""
-
-    policy: str
-    window: int | None
-    trigger: int
-    target: int
-    steps: list[PersistedStep]
-
-    @property
-    def compactions(self) -> list[int]:
-        """The requests at which a compaction happened."""
-        return [s.request for s in self.steps if s.compacted]
-
-    def storms(self, span: int = STORM_SPAN) -> list[list[int]]:
-        """Runs of two or more compactions whose neighbours are at most `span` requests apart."""
-        return storms(self.compactions, span)
-
-    def step(self, k: int) -> PersistedStep:
-        return self.steps[k - 1]
 
 
 # --------------------------------------------------------------------------------------------
@@ -231,272 +109,6 @@ def open_scenario(name: str, policy: str | None = None, window: int | None = Non
 def _compare(name: str, replay: Replay) -> Replay | None:
     other = scenario_info(name).compare_policy
     return replay.with_settings(load_policy(other)) if other is not None else None
-
-
-# --------------------------------------------------------------------------------------------
-# Overflow recovery
-# --------------------------------------------------------------------------------------------
-
-
-def _sizer(replay: Replay, k: int) -> CalibratedEstimator:
-    return CalibratedEstimator(replay.calibration, k, replay.estimator)
-
-
-def _fired(result: ShapeResult) -> list[str]:
-    return list(result.fired)
-
-
-def _protected(view: Sequence[Message], keep: int, size: Callable[[Message], int]) -> tuple[int, int]:
-    """(tokens of pinned messages, tokens of the other messages in the last `keep` groups)."""
-    pinned = sum(size(m) for m in view if m.pinned)
-    groups = group_spans(view)
-    recent = sum(
-        size(m) for g in groups[max(1, len(groups) - keep) :] for m in g.messages(view) if not m.pinned
-    )
-    return pinned, recent
-
-
-def overflow_recovery(
-    replay: Replay, k: int, ledger: Sequence[Message] | None = None, *, call_after: int | None = None
-) -> ForcedRecovery:
-    """What forced mode sends at request `k` (overflow recovery), and whether it fits the window.
-
-    Runs a fresh pipeline of the replay's policy over request k's ledger (or `ledger`, sized
-    with request k's calibration: a rejected call's, see `call_ledger`; `call_after` says after
-    which request that call was made) with `forced=True`: every reactive layer compacts toward
-    its target even under the trigger; pinned messages and the last groups stay. Fits means the
-    forced estimate is at most the window (unknown window: at most the trigger).
-    """
-    step = replay.step(k)
-    sizer = _sizer(replay, k)
-    messages = replay.transcript.messages
-    if ledger is None or [m.id for m in ledger] == [m.id for m in step.ledger]:
-        ledger, normal = step.ledger, step.result
-    else:
-        ledger = tuple(ledger)
-        normal = replay.policy.pipeline(messages=messages).run(ledger, replay.budget, sizer)
-    forced = replay.policy.pipeline(messages=messages).run(ledger, replay.budget, sizer, forced=True)
-    view = forced.final
-    pinned, recent = _protected(view, replay.budget.groups_kept, sizer.message)
-    largest = max(view, key=sizer.message)
-    limit = replay.budget.window
-    return ForcedRecovery(
-        request=k,
-        limit=limit,
-        ledger_tokens=normal.input_tokens,
-        tokens_before=normal.sent_tokens,
-        tokens_after=forced.sent_tokens,
-        fits=forced.sent_tokens <= (limit if limit is not None else replay.budget.trigger),
-        fired=_fired(forced),
-        removed=sum(layer.removed for layer in forced.layers),
-        cleared=sum(layer.cleared for layer in forced.layers),
-        summarized=sum(layer.summarized for layer in forced.layers),
-        pinned_tokens=pinned,
-        recent_tokens=recent,
-        largest_id=largest.id,
-        largest_tokens=sizer.message(largest),
-        message_ids=[m.id for m in view],
-        view=view,
-        call_after=call_after,
-        normal=normal,
-    )
-
-
-def call_ledger(replay: Replay, error: RecordedEvent) -> tuple[int, tuple[Message, ...]]:
-    """The ledger a failed call (an API error after request k, no request) was made with, and
-    the request whose calibration sizes it.
-
-    The retry's ledger (request k + 1, before its response: the overhead first), without what
-    was written after the error; when no request followed (or a compaction recorded after the
-    error began the retry's ledger afresh), request k's ledger and the messages
-    of its segment written after it and before the error (the segment begun by a compaction
-    recorded in between, if there is one), sized as at request k.
-    """
-    t = replay.transcript
-    n = len(replay)
-    k = error.after_request
-    line = error.line
-
-    def before(m: Message) -> bool:
-        return line is None or m.origin is None or m.origin.line < line
-
-    # a compaction (or a cleared context) recorded after the error began the retry's ledger afresh
-    reset = any(
-        e.kind in SEGMENT_EVENTS and e.after_request == k and (line is None or (e.line or 0) > line)
-        for e in t.events
-    )
-    if k < n and (not reset or k == 0):
-        ledger = replay.step(k + 1).ledger
-        cut = len(ledger)
-        while cut > 1 and not before(ledger[cut - 1]):
-            cut -= 1
-        return k + 1, ledger[:cut]
-    step = replay.step(k)
-    seg = step.request.segment
-    begun = [
-        e.segment
-        for e in t.events
-        if e.kind in SEGMENT_EVENTS
-        and e.after_request == k
-        and e.segment is not None
-        and seg < e.segment < len(t.segments)
-        and (line is None or (e.line or 0) < line)
-    ]
-    if begun:
-        ids = t.segments[max(begun)].message_ids
-        return k, (step.ledger[0], *(m for i in ids if before(m := t.message(i))))
-    added: list[Message] = []
-    for mid in t.segments[seg].message_ids[step.request.ledger_len :]:
-        m = t.message(mid)
-        if not before(m):
-            break
-        added.append(m)
-    return k, (*step.ledger, *added)
-
-
-def _forced_text(recovery: ForcedRecovery) -> str:
-    if recovery.tokens_after < recovery.tokens_before:
-        return (
-            f"forced mode recompacted it from {recovery.tokens_before:,} to {recovery.tokens_after:,} tokens"
-        )
-    return (
-        f"forced mode could free nothing beyond what the pipeline had already done ({recovery.tokens_after:,} "
-        "tokens)"
-    )
-
-
-def overflow_incidents(replay: Replay) -> list[OverflowIncident]:
-    """Every recorded overflow with its single retry: recovered, or a graceful stop with its reason.
-
-    The protocol replayed is OpenCollab's safety net: on a provider overflow, recompact once in
-    forced mode and retry once; a second overflow stops the run (phase STOPPED, with a reason).
-    The overflows are the failed calls the harness recorded (`EventKind.API_ERROR` events whose
-    text says "prompt is too long"...): a call after request k is retried by the next call,
-    which is request k + 1 when it went through; an overflow after the same request k (no request
-    between) is that retry rejected, not a new incident (a third in a row would be: a new run
-    after a manual continue). Forced mode runs on the ledger the rejected call was made with
-    (`call_ledger`). A transcript with no request has no ledger to replay: no incident.
-    """
-    n = len(replay)
-    if n == 0:
-        return []
-    errors = [e for e in api_errors(replay.transcript) if is_overflow_error(e)]
-    out: list[OverflowIncident] = []
-    i = 0
-    while i < len(errors):
-        error = errors[i]
-        k = error.after_request
-        again = i + 1 < len(errors) and errors[i + 1].after_request == k
-        i += 2 if again else 1
-        at, ledger = call_ledger(replay, error)
-        recovery = overflow_recovery(replay, at, ledger, call_after=k)
-        call = call_text(k)
-        limit = f"{recovery.limit:,}" if recovery.limit is not None else "unknown"
-        went_on = k < n
-        retry: int | None = None
-        if again:
-            still = (
-                f"still over the {limit}-token window"
-                if not recovery.fits
-                else f"within the {limit}-token window by the estimate"
-            )
-            reason = (
-                f"context overflow: {call} was rejected as too long; {_forced_text(recovery)}, {still}, and "
-                "the single retry (the next call, no request between) was rejected too, so the run stopped: "
-                f"{recovery.pinned_tokens:,} tokens are pinned and {recovery.recent_tokens:,} sit in the last "
-                f"{replay.budget.groups_kept} groups, which no layer removes"
-            )
-            if went_on:
-                reason += f"; the session went on at request {k + 1}"
-            stopped = True
-        elif not went_on:
-            reason = (
-                f"{call} was rejected as too long and the transcript ends before any retry; forced mode "
-                f"would send {recovery.tokens_after:,} tokens (limit {limit})"
-            )
-            stopped = True
-        else:
-            retry = k + 1
-            reason = f"{call} was rejected as too long; {_forced_text(recovery)} and the retry (request {retry}) went through"
-            stopped = False
-        out.append(
-            OverflowIncident(
-                after_request=k,
-                line=error.line,
-                error=error.detail or "",
-                recovery=recovery,
-                retry=retry,
-                retry_overflowed=again,
-                stopped=stopped,
-                reason=reason,
-            )
-        )
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Persisted runs and storms
-# --------------------------------------------------------------------------------------------
-
-_FOLDS = (Action.REMOVED, Action.SUMMARIZED)
-
-
-def persisted_run(replay: Replay) -> PersistedRun:
-    """The replay's policy run by a harness that keeps what it compacted.
-
-    Request k starts from the view sent at request k-1 plus the messages added to the ledger
-    since (a recorded compaction, a new ledger segment, starts over from that segment's ledger).
-    A fresh pipeline of the policy shapes it with request k's calibrated weights; its output is
-    what is sent and where request k+1 starts. A request compacts when a layer removes or folds
-    messages (snip, auto compact); a clear alone is counted apart.
-    """
-    t = replay.transcript
-    pipeline = replay.policy.pipeline(messages=t.messages)
-    budget = replay.budget
-    steps: list[PersistedStep] = []
-    state: tuple[Message, ...] = ()
-    previous = None
-    for k in range(1, len(replay) + 1):
-        request = t.request(k)
-        ledger = replay.step(k).ledger
-        if previous is None or previous.segment != request.segment:
-            base = ledger
-        else:
-            base = state + ledger[1 + previous.ledger_len :]
-        result = pipeline.run(base, budget, _sizer(replay, k))
-        state = result.final
-        previous = request
-        folded = any(d.action in _FOLDS for layer in result.layers for d in layer.decisions)
-        steps.append(
-            PersistedStep(
-                request=k,
-                input_tokens=result.input_tokens,
-                sent_tokens=result.sent_tokens,
-                fired=_fired(result),
-                compacted=folded,
-                removed=sum(layer.removed for layer in result.layers),
-                summarized=sum(layer.summarized for layer in result.layers),
-                cleared=sum(layer.cleared for layer in result.layers),
-            )
-        )
-    return PersistedRun(
-        policy=replay.policy.name,
-        window=budget.window,
-        trigger=budget.trigger,
-        target=budget.target,
-        steps=steps,
-    )
-
-
-def storms(compactions: Sequence[int], span: int = STORM_SPAN) -> list[list[int]]:
-    """Clusters of two or more requests whose neighbours are at most `span` apart."""
-    clusters: list[list[int]] = []
-    for k in sorted(compactions):
-        if clusters and k - clusters[-1][-1] <= span:
-            clusters[-1].append(k)
-        else:
-            clusters.append([k])
-    return [c for c in clusters if len(c) >= 2]
 
 
 # --------------------------------------------------------------------------------------------
@@ -544,15 +156,15 @@ def _budget_line(replay: Replay) -> str:
 
 def _stops_budget_alone(replay: Replay, _: Replay | None) -> list[Stop]:
     b = replay.budget
-    first = _need(_first(replay, lambda r: "per_tool_budget" in r.fired), "the per-tool budget firing")
+    first = _need(_first(replay, lambda r: BUDGET in r.fired), "the per-tool budget firing")
     r1 = replay.step(first).result
-    d = next(d for d in r1.layer("per_tool_budget").decisions)
+    d = next(d for d in r1.layer(BUDGET).decisions)
     over = _need(
         _first(replay, lambda r: r.input_tokens > b.trigger >= r.sent_tokens), "a ledger over the trigger"
     )
     r2 = replay.step(over).result
     n = len(replay)
-    reactive = [k for k in range(1, n + 1) if set(replay.step(k).result.fired) - {"per_tool_budget"}]
+    reactive = [k for k in range(1, n + 1) if set(replay.step(k).result.fired) - {BUDGET}]
     peak = max(range(1, n + 1), key=lambda k: replay.step(k).result.input_tokens)
     r3 = replay.step(peak).result
     return [
@@ -564,7 +176,7 @@ def _stops_budget_alone(replay: Replay, _: Replay | None) -> list[Stop]:
             f"character per-tool budget. The budget is always on: it keeps the head and ends the result with a "
             f"marker telling the model to re-read a narrower range ({d.reason}). The estimate goes from "
             f"{r1.input_tokens:,} to {r1.sent_tokens:,} tokens; {_budget_line(replay)}, so nothing else runs.",
-            "per_tool_budget",
+            BUDGET,
         ),
         _stop(
             replay,
@@ -574,7 +186,7 @@ def _stops_budget_alone(replay: Replay, _: Replay | None) -> list[Stop]:
             f"per-tool budget has already cut the long results: the view is {r2.sent_tokens:,} tokens, under the "
             f"trigger, so tool output clear, snip and auto compact all stay idle ({_layers_text(r2)}). A cheap "
             "layer that runs first makes the expensive ones unnecessary.",
-            "per_tool_budget",
+            BUDGET,
         ),
         _stop(
             replay,
@@ -583,20 +195,20 @@ def _stops_budget_alone(replay: Replay, _: Replay | None) -> list[Stop]:
             f"At the largest request the ledger holds {r3.input_tokens:,} tokens and {r3.sent_tokens:,} are sent. "
             f"Over the whole session, {plural(len(reactive), 'request')} needed a reactive layer: the per-tool "
             "budget alone was enough. Nothing was cleared, so the model never had to re-read anything.",
-            "per_tool_budget",
+            BUDGET,
         ),
     ]
 
 
 def _stops_clear_suffices(replay: Replay, _: Replay | None) -> list[Stop]:
     b = replay.budget
-    k = _need(_first(replay, lambda r: "tool_output_clear" in r.fired), "tool output clear firing")
+    k = _need(_first(replay, lambda r: CLEAR in r.fired), "tool output clear firing")
     before = replay.step(k - 1).result
     r = replay.step(k).result
-    clear = r.layer("tool_output_clear")
+    clear = r.layer(CLEAR)
     n = len(replay)
     deeper = [
-        x for x in range(1, n + 1) if {"old_history_snip", "auto_compact"} & set(replay.step(x).result.fired)
+        x for x in range(1, n + 1) if {SNIP, COMPACT} & set(replay.step(x).result.fired)
     ]
     last = replay.step(n).result
     return [
@@ -616,7 +228,7 @@ def _stops_clear_suffices(replay: Replay, _: Replay | None) -> list[Stop]:
             f"replaces {plural(clear.cleared, 'older one')} with a short placeholder; the calls and their ids "
             f"stay, so nothing is orphaned. The estimate drops to {clear.tokens_after:,}, under the trigger, so "
             "snip and auto compact see nothing to do.",
-            "tool_output_clear",
+            CLEAR,
         ),
         _stop(
             replay,
@@ -626,18 +238,18 @@ def _stops_clear_suffices(replay: Replay, _: Replay | None) -> list[Stop]:
             f"({_layers_text(last)}). {plural(len(deeper), 'request')} needed snip or auto compact: old tool "
             "output was the bulk of the pressure, and it is the cheapest thing to drop, because the model can "
             "re-run the tool.",
-            "tool_output_clear",
+            CLEAR,
         ),
     ]
 
 
 def _stops_snip_needed(replay: Replay, _: Replay | None) -> list[Stop]:
     b = replay.budget
-    clear_k = _need(_first(replay, lambda r: "tool_output_clear" in r.fired), "tool output clear firing")
-    snip_k = _need(_first(replay, lambda r: "old_history_snip" in r.fired), "old history snip firing")
+    clear_k = _need(_first(replay, lambda r: CLEAR in r.fired), "tool output clear firing")
+    snip_k = _need(_first(replay, lambda r: SNIP in r.fired), "old history snip firing")
     rc = replay.step(clear_k).result
     rs = replay.step(snip_k).result
-    clear, snip = rs.layer("tool_output_clear"), rs.layer("old_history_snip")
+    clear, snip = rs.layer(CLEAR), rs.layer(SNIP)
     return [
         _stop(
             replay,
@@ -647,7 +259,7 @@ def _stops_snip_needed(replay: Replay, _: Replay | None) -> list[Stop]:
             f"({_layers_text(rc)}) and the view is under the trigger again. But most of this session is new test "
             "modules written with Write: their content travels in the assistant's tool calls, which no clear "
             "touches.",
-            "tool_output_clear",
+            CLEAR,
         ),
         _stop(
             replay,
@@ -659,7 +271,7 @@ def _stops_snip_needed(replay: Replay, _: Replay | None) -> list[Stop]:
             f"({b.target:,}): {plural(snip.removed, 'message')} go, {snip.tokens_before:,} -> {snip.tokens_after:,}. "
             f"It never touches the first group, user turns, or the last {b.groups_kept} groups; auto compact is "
             "not needed.",
-            "old_history_snip",
+            SNIP,
         ),
     ]
 
@@ -670,11 +282,11 @@ def _task(replay: Replay) -> Message:
 
 def _stops_compact(replay: Replay, _: Replay | None) -> list[Stop]:
     b = replay.budget
-    snip_k = _need(_first(replay, lambda r: "old_history_snip" in r.fired), "old history snip firing")
-    k = _need(_first(replay, lambda r: "auto_compact" in r.fired), "auto compact firing")
+    snip_k = _need(_first(replay, lambda r: SNIP in r.fired), "old history snip firing")
+    k = _need(_first(replay, lambda r: COMPACT in r.fired), "auto compact firing")
     rs = replay.step(snip_k).result
     r = replay.step(k).result
-    snip, compact = r.layer("old_history_snip"), r.layer("auto_compact")
+    snip, compact = r.layer(SNIP), r.layer(COMPACT)
     task = _task(replay)
     kept = task.id in {m.id for m in r.final}
     summary = next(m for m in r.final if m.is_summary)
@@ -686,7 +298,7 @@ def _stops_compact(replay: Replay, _: Replay | None) -> list[Stop]:
             f"Over the trigger ({b.trigger:,}), snip removes the few exchanges it is allowed to: "
             f"{_layers_text(rs)}. Most of this session's work is in assistant messages that carry reasoning "
             "and tool calls but no text; signed reasoning cannot be split from its calls, so snip skips them.",
-            "old_history_snip",
+            SNIP,
         ),
         _stop(
             replay,
@@ -697,7 +309,7 @@ def _stops_compact(replay: Replay, _: Replay | None) -> list[Stop]:
             f"({plural(compact.summarized, 'message')} folded into '{summary.text.splitlines()[0]}'): "
             f"{compact.tokens_before:,} -> {compact.tokens_after:,}, under the target ({b.target:,}). In a real "
             "harness this is a model call, which is why it runs last.",
-            "auto_compact",
+            COMPACT,
         ),
         _stop(
             replay,
@@ -707,7 +319,7 @@ def _stops_compact(replay: Replay, _: Replay | None) -> list[Stop]:
             f"pinned message, so it {'is still in the view, verbatim,' if kept else 'is missing'} after the "
             "compaction, with the project instructions and the skill body. What the agent was asked to do "
             "cannot be summarized away.",
-            "auto_compact",
+            COMPACT,
         ),
     ]
 
@@ -724,7 +336,7 @@ def _stops_overflow(replay: Replay, _: Replay | None) -> list[Stop]:
     limit = rec.limit or 0
     calm = replay.step(k).result
     paste = next(m for m in reversed(rec.view) if m.is_human)
-    paste_tokens = _sizer(replay, rec.request).message(paste)
+    paste_tokens = request_sizer(replay, rec.request).message(paste)
     call = call_text(k)
     out = [
         _stop(
@@ -773,13 +385,13 @@ def _stops_overflow(replay: Replay, _: Replay | None) -> list[Stop]:
 def _stops_small_window(replay: Replay, _: Replay | None) -> list[Stop]:
     b = replay.budget
     big = replay.policy.budget(200_000)
-    k = _need(_first(replay, lambda r: "tool_output_clear" in r.fired), "tool output clear firing")
+    k = _need(_first(replay, lambda r: CLEAR in r.fired), "tool output clear firing")
     r = replay.step(k).result
-    clear = r.layer("tool_output_clear")
+    clear = r.layer(CLEAR)
     kept_results = sum(1 for d in clear.decisions if d.action is Action.KEPT_RECENT)
-    snips = [x for x in range(1, len(replay) + 1) if "old_history_snip" in replay.step(x).result.fired]
+    snips = [x for x in range(1, len(replay) + 1) if SNIP in replay.step(x).result.fired]
     s = _need(snips[-1] if snips else None, "old history snip firing")
-    snip = replay.step(s).result.layer("old_history_snip")
+    snip = replay.step(s).result.layer(SNIP)
     kept_ids = {d.message_id for d in snip.decisions if d.action is Action.KEPT_RECENT}
     overhead = replay.step(1).weights.get("overhead", 0)
     return [
@@ -800,7 +412,7 @@ def _stops_small_window(replay: Replay, _: Replay | None) -> list[Stop]:
             f"Tool output clear keeps {b.results_kept} results",
             f"{_sentence(clear.reason)}: {clear.tokens_before:,} -> {clear.tokens_after:,}. Only the {kept_results} most "
             "recent results of re-runnable tools stay verbatim.",
-            "tool_output_clear",
+            CLEAR,
         ),
         _stop(
             replay,
@@ -809,7 +421,7 @@ def _stops_small_window(replay: Replay, _: Replay | None) -> list[Stop]:
             f"{_sentence(snip.reason)}. The last {b.groups_kept} groups ({plural(len(kept_ids), 'message')}) are never "
             "removed; everything removable before them is. With a window this small the agent keeps only its "
             "latest location and evidence.",
-            "old_history_snip",
+            SNIP,
         ),
     ]
 
@@ -835,7 +447,7 @@ def _stops_storm(replay: Replay, compare: Replay | None) -> list[Stop]:
             f"target at the trigger ({hot.target:,}, policy {hot.policy}) snip removes just enough: "
             f"{h1.sent_tokens:,}. With the default target, 75% of the trigger ({calm.target:,}, {calm.policy}), "
             f"it removes more: {c1.sent_tokens:,}.",
-            "old_history_snip",
+            SNIP,
         ),
         _stop(
             replay,
@@ -847,7 +459,7 @@ def _stops_storm(replay: Replay, compare: Replay | None) -> list[Stop]:
             f"request starts from {c2.input_tokens:,}, well under the trigger: "
             f"{'it compacts too' if c2.compacted else 'nothing fires'}. Each compaction rewrites the prompt "
             "prefix (the provider's cache misses) and, with a summarizer, costs a model call.",
-            "old_history_snip",
+            SNIP,
         ),
         _stop(
             replay,
@@ -892,7 +504,7 @@ def _stops_eager(replay: Replay, compare: Replay | None) -> list[Stop]:
             f"prompt now differs from the previous one after {plural(row.common_prefix_messages, 'message')} "
             f"({row.prefix_tokens:,} tokens), and the {row.rebilled_tokens:,} cached tokens after that point are "
             "billed again.",
-            "eager_clear",
+            EAGER,
         ),
         _stop(
             compare,
@@ -906,7 +518,7 @@ def _stops_eager(replay: Replay, compare: Replay | None) -> list[Stop]:
             f"1.25x): priced that way the session's input costs {eager.billed():,.0f} base-price tokens with the "
             f"eager clear and {base.billed():,.0f} without. {_rereads_text(compare)} That is why OpenCollab took "
             "the eager clear out of its default pipeline.",
-            "eager_clear",
+            EAGER,
         ),
     ]
 
@@ -914,7 +526,7 @@ def _stops_eager(replay: Replay, compare: Replay | None) -> list[Stop]:
 def _rereads_text(replay: Replay) -> str:
     from inspector.findings import find_all
 
-    found = [f for f in find_all(replay, ["reread"]) if f.layer == "eager_clear"]
+    found = [f for f in find_all(replay, ["reread"]) if f.layer == EAGER]
     if not found:
         return "No file was read again after being cleared here."
     return (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from inspector.findings import find_all
+from inspector.findings.overflow import ForcedRecovery, call_ledger, overflow_incidents, overflow_recovery
 from inspector.model import (
     EventKind,
     Message,
@@ -18,18 +19,9 @@ from inspector.model import (
 )
 from inspector.model.transcript import Request, Segment, Transcript, Usage
 from inspector.replay import Replay, ReplayError
+from inspector.replay.persisted import STORM_SPAN, persisted_run, storms
 from inspector.samples import SCENARIOS
-from inspector.scenarios import (
-    STORM_SPAN,
-    ForcedRecovery,
-    call_ledger,
-    open_scenario,
-    overflow_incidents,
-    overflow_recovery,
-    persisted_run,
-    stops,
-    storms,
-)
+from inspector.scenarios import open_scenario, stops
 from inspector.shaping import Action, load_policy, policy_from_dict
 from inspector.shaping.base import LayerResult
 
