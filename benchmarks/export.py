@@ -42,13 +42,15 @@ def chain_records(lines: int) -> list[dict[str, object]]:
     for i in range(lines):
         uid = f"00000000-0000-4000-8000-{i:012d}"
         n = i // 4
-        base = {
+        base: dict[str, object] = {
             "uuid": uid,
             "parentUuid": parent,
             "sessionId": "bench-export",
             "timestamp": "2026-01-01T00:00:00Z",
         }
         phase = i % 4
+        rec: dict[str, object]
+        content: list[dict[str, object]]
         if phase == 0:
             rec = {
                 **base,

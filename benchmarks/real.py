@@ -191,12 +191,12 @@ def _compaction(template: dict[str, object], after: str, k: int, stamp: str) -> 
     """A compact_boundary line and its summary line before copy k; the summary's uuid."""
     boundary = _new_uuid("boundary", k)
     summary = _new_uuid("summary", k)
-    env = {
+    env: dict[str, object] = {
         key: template[key]
         for key in ("userType", "cwd", "sessionId", "version", "gitBranch")
         if key in template
     }
-    b = {
+    b: dict[str, object] = {
         "parentUuid": None,
         "logicalParentUuid": after,
         "isSidechain": False,
@@ -210,7 +210,7 @@ def _compaction(template: dict[str, object], after: str, k: int, stamp: str) -> 
         "level": "info",
         "compactMetadata": {"trigger": "auto", "preTokens": 167_117},
     }
-    s = {
+    s: dict[str, object] = {
         "parentUuid": boundary,
         "isSidechain": False,
         **env,

@@ -3,6 +3,7 @@ pydantic models (imported only when such a file is read), every problem with its
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -19,7 +20,7 @@ from inspector.door.settings_file import ESTIMATORS, KEYS, THEMES
 from inspector.live import discover
 from inspector.samples import sample_path
 from inspector.settings import DEFAULT, Settings, SettingsError, current, load_settings, settings_path, use
-from inspector.shaping import CLAUDE_CODE, CODEX, OPENCODE, OPENCOLLAB, PolicyError, load_policy
+from inspector.shaping import CLAUDE_CODE, CODEX, OPENCODE, OPENCOLLAB, Policy, PolicyError, load_policy
 from inspector.shaping.policy import PARAMETER_KEYS
 from inspector.shaping.policy_file import ContextTable, Parameters, PolicyFile
 from inspector.tui.lab import policy_toml
@@ -102,9 +103,9 @@ def test_a_valid_file_builds_the_msgspec_policy_the_shaping_uses(tmp_path: Path)
 
 
 @pytest.mark.parametrize("base", [OPENCOLLAB, CLAUDE_CODE, OPENCODE, CODEX], ids=lambda p: p.name)
-def test_what_the_lab_saves_comes_back_through_the_door_equal(tmp_path: Path, base: object) -> None:
+def test_what_the_lab_saves_comes_back_through_the_door_equal(tmp_path: Path, base: Policy) -> None:
     assert base in (OPENCOLLAB, CLAUDE_CODE, OPENCODE, CODEX)
-    changed = replace(base, name="x+what-if", groups_kept=7, tool_result_budget=12_345)  # type: ignore[type-var]
+    changed = replace(base, name="x+what-if", groups_kept=7, tool_result_budget=12_345)
     path = tmp_path / "context-policy.toml"
     path.write_text(policy_toml(changed), encoding="utf-8")
     assert load_policy(path) == changed
@@ -219,11 +220,8 @@ def test_the_settings_lists_match_textual_and_the_command_line() -> None:
     from textual.theme import BUILTIN_THEMES
 
     assert sorted(BUILTIN_THEMES) == list(THEMES)
-    calibrate = next(
-        a
-        for a in cli._parser()._subparsers._group_actions[0].choices["calibrate"]._actions  # type: ignore[union-attr]
-        if a.dest == "estimator"
-    )
+    commands = next(a for a in cli._parser()._actions if isinstance(a, argparse._SubParsersAction))
+    calibrate = next(a for a in commands.choices["calibrate"]._actions if a.dest == "estimator")
     assert tuple(calibrate.choices or ()) == ESTIMATORS
     assert KEYS == ("theme", "estimator", "session_folders")
 

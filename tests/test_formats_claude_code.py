@@ -55,7 +55,8 @@ def test_fa812bfe_auto_compaction_resets_the_ledger() -> None:
     assert len(compactions) == 1
     c = compactions[0]
     assert (c.trigger, c.pre_tokens, c.after_request) == ("auto", 167117, 126)
-    assert t.request(126).usage is not None and t.request(126).usage.context == 166874
+    usage = t.request(126).usage
+    assert usage is not None and usage.context == 166874
     assert t.request(127).segment == 1 and t.request(127).ledger_len == 1
     ledger = t.ledger(127)
     assert len(ledger) == 1 and ledger[0].is_summary

@@ -419,7 +419,7 @@ def test_opencollab_estimate_is_what_json_writes(
         assert harness.opencollab_message_tokens(m) == plain_opencollab(m)
 
 
-class OddText(TextBlock):
+class OddText(TextBlock, frozen=True):
     """A block subclass: sized as its base class is."""
 
 

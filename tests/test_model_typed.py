@@ -3,6 +3,7 @@ the declared types (the walk in `typed`), on every bundled and corpus transcript
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 
 import msgspec
@@ -24,7 +25,7 @@ from inspector.model import (
 )
 
 from .conftest import real_transcripts
-from .typed import untyped
+from .typed import MADE_BY_HELPERS, MessageExtras, untyped
 
 
 @pytest.mark.parametrize("path", real_transcripts(), ids=lambda p: p.name)
@@ -45,6 +46,16 @@ def _message(**changes: object) -> Message:
     return Message(**fields)  # type: ignore[arg-type]
 
 
+def test_the_builders_keywords_are_the_other_message_fields() -> None:
+    """The tests' ledger builders pass `MessageExtras` on to `Message`: its keys are the fields
+    they do not set themselves, of the types `Message` declares, so a new field is typed there."""
+    fields = Message.__struct_fields__
+    assert set(MADE_BY_HELPERS) <= set(fields)
+    assert list(MessageExtras.__annotations__) == [f for f in fields if f not in MADE_BY_HELPERS]
+    hints = typing.get_type_hints(Message)
+    assert typing.get_type_hints(MessageExtras) == {f: hints[f] for f in MessageExtras.__annotations__}
+
+
 def test_the_walk_names_the_first_value_of_another_type() -> None:
     assert untyped(_message()) is None
     # what pydantic used to turn into the declared type without a word: each is named here
@@ -56,8 +67,8 @@ def test_the_walk_names_the_first_value_of_another_type() -> None:
     assert untyped(_message(blocks=(ToolResultBlock(call_id="c", is_error=1),))) == (  # type: ignore[arg-type]
         "Message.blocks[0].is_error: 1 is a int, not a bool"
     )
-    assert untyped(_message(timestamp=3)).startswith("Message.timestamp: 3 is none of")
-    t = Transcript(format="x", path="p", messages=[_message()], skipped={"progress": True})  # type: ignore[dict-item]
+    assert (untyped(_message(timestamp=3)) or "").startswith("Message.timestamp: 3 is none of")
+    t = Transcript(format="x", path="p", messages=[_message()], skipped={"progress": True})
     assert untyped(t) == "Transcript.skipped['progress']: True is a bool, not a int"
     event = RecordedEvent(kind="compaction", after_request=1)  # type: ignore[arg-type]
     assert untyped(event) == "RecordedEvent.kind: 'compaction' is not a EventKind"

@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Unpack
 
 import msgspec
 import pytest
@@ -14,6 +15,7 @@ from msgspec.structs import replace
 
 from inspector.formats.detect import load
 from inspector.model import (
+    CONVERSATION,
     EventKind,
     Message,
     RecordedEvent,
@@ -38,6 +40,8 @@ from inspector.tokens.harness import (
     harness_estimates,
     segment_end_estimates,
 )
+
+from .typed import MessageExtras
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 FA812 = "claude-code/spotter-fa812bfe/fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"
@@ -187,11 +191,18 @@ class Build:
             self.segments[s].append(m.id)
         return m
 
-    def user(self, text: str, gap: float = 1, **kw: object) -> Message:
+    def user(
+        self, text: str, gap: float = 1, source: Source = CONVERSATION, **kw: Unpack[MessageExtras]
+    ) -> Message:
         self.n += 1
         return self._add(
             Message(
-                id=f"u{self.n}", role=Role.USER, blocks=(TextBlock(text=text),), timestamp=self._ts(gap), **kw
+                id=f"u{self.n}",
+                role=Role.USER,
+                blocks=(TextBlock(text=text),),
+                timestamp=self._ts(gap),
+                source=source,
+                **kw,
             )
         )
 

@@ -7,6 +7,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Unpack
 
 import msgspec
 import pytest
@@ -15,7 +16,16 @@ from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from inspector.formats.detect import load
-from inspector.model import Message, Role, Source, SourceKind, TextBlock, ToolCallBlock, ToolResultBlock
+from inspector.model import (
+    CONVERSATION,
+    Message,
+    Role,
+    Source,
+    SourceKind,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 from inspector.shaping import (
     CLAUDE_CODE,
     CLAUDE_CODE_TOOLS,
@@ -61,6 +71,7 @@ from tests.test_shaping_properties import (
     ledgers,
     total,
 )
+from tests.typed import MessageExtras
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 EST = HeuristicEstimator()
@@ -99,13 +110,16 @@ class Chat:
             )
         )
 
-    def user(self, text: str, gap: float = 1, **kw: object) -> Message:
+    def user(
+        self, text: str, gap: float = 1, source: Source = CONVERSATION, **kw: Unpack[MessageExtras]
+    ) -> Message:
         return self.add(
             Message(
                 id=f"u{next(self._ids)}",
                 role=Role.USER,
                 blocks=(TextBlock(text=text),),
                 timestamp=self._stamp(gap),
+                source=source,
                 **kw,
             )
         )

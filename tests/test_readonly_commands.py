@@ -294,9 +294,9 @@ async def test_the_picker_opens_every_session_and_leaves_it_as_it_was(
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: loaded(app), "the discovered sessions")
         guard.check("the picker's discovery")
-        picker = app.screen
-        assert isinstance(picker, PickerScreen)
-        sessions = [i for i in option_ids(app) if (i or "").startswith("session-")]
+        assert isinstance(app.screen, PickerScreen)
+        picker = app.screen  # a PickerScreen, as the lambda below sees it too
+        sessions = [i for i in option_ids(app) if i is not None and i.startswith("session-")]
         assert len(sessions) == len(picker.found) >= 5
         assert {s.harness for s in picker.found} == {"claude-code", "codex", "opencode", "opencollab"}
         for n, key in enumerate(sessions):
@@ -331,7 +331,11 @@ async def test_the_app_leaves_a_read_only_input_as_it_was(
         opened = open_transcript(target, follow=follow)
         app = InspectorApp(opened.transcript, follower=opened.follower)
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda a=app: counter(a).startswith("request "), "the main screen")
+
+            def main_shown(a: InspectorApp = app) -> bool:
+                return counter(a).startswith("request ")
+
+            await wait_until(pilot, main_shown, "the main screen")
             await pilot.press("home", "end", "tab")
             await pilot.pause(0.2)  # the follower's watch is up: still nothing changes
             guard.check(f"the app on {target} (follow={follow})")

@@ -14,7 +14,7 @@ from inspector.model import Message, Role, TextBlock
 from inspector.replay import Replay
 from inspector.samples import OPENCOLLAB_RUN_DIR as RUN_DIR
 from inspector.samples import sample_path
-from inspector.shaping import Action, Decision, LayerResult, ShapeResult, TokenMemo
+from inspector.shaping import Action, Budget, Decision, LayerResult, ShapeResult, TokenMemo
 from inspector.shaping.pipeline import recast
 from inspector.tokens import HeuristicEstimator
 
@@ -138,11 +138,13 @@ def test_recast_weighs_the_same_views_again() -> None:
         decisions=(Decision("a", "cut", Action.TRUNCATED, "because", 1, 1),),
         truncated=1,
     )
+    budget = Budget.for_window(None)
     result = ShapeResult(
-        input=(a, b), budget=None, layers=(layer,), final=(a2, b), input_tokens=1, sent_tokens=1
-    )  # type: ignore[arg-type]
+        input=(a, b), budget=budget, layers=(layer,), final=(a2, b), input_tokens=1, sent_tokens=1
+    )
     again = recast(result, memo)
     (cut,) = again.layers
+    assert again.budget is budget
     assert again.input_tokens == est.message(a) + est.message(b)
     assert cut.tokens_before == again.input_tokens
     assert cut.tokens_after == again.sent_tokens == est.message(a2) + est.message(b)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from inspector.formats import load
 from inspector.model import Message, Role, TextBlock, ToolCallBlock, ToolResultBlock
-from inspector.tokens import OVERHEAD_ID, HeuristicEstimator, calibrate, get_estimator
+from inspector.tokens import OVERHEAD_ID, HeuristicEstimator, calibrate, get_estimator, heuristic_tokens
 from inspector.tokens import harness as harness_module
 from inspector.tokens.calibration import (
     _SQRT_2PI,
@@ -29,7 +29,6 @@ from inspector.tokens.calibration import (
     _clamp,
     _parts,
     block_text,
-    heuristic_tokens,
 )
 from inspector.tokens.harness import harness_estimates, harness_tokens, segment_end_estimates
 
@@ -57,7 +56,7 @@ def test_tool_call_shape_is_the_written_texts(arguments: dict[str, Any] | str, n
         assert got == _plain_shape(block), (name, arguments)
 
 
-WRITTEN_DIFFERENTLY = (
+WRITTEN_DIFFERENTLY: tuple[dict[str, Any], ...] = (
     {"timeout": 1e-05},  # orjson: 0.00001
     {"x": float("nan"), "y": float("inf")},  # orjson: null
     {"big": 2**64, "small": -(2**63) - 1},  # orjson refuses
@@ -66,7 +65,7 @@ WRITTEN_DIFFERENTLY = (
     {"deep": [[[[[[[[[[[]]]]]]]]]]]},
     {"wide": "é😀"},  # not ASCII
 )
-WRITTEN_ALIKE = (
+WRITTEN_ALIKE: tuple[dict[str, Any], ...] = (
     {"ctl": '\x00\x1f\x7f"\\/'},
     {"line\\n": "a\nb\\nc", "list": [1, "x", True, None, {}, []]},
     {"pattern": "src/**/*.py", "n": 3, "all": False},

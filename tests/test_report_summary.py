@@ -76,11 +76,11 @@ def test_report_rows_and_counts_are_what_the_transcript_and_calibration_say(path
     assert report.context == bare.context == context_stats(request_rows(tr))
 
 
-class Text2(TextBlock):
+class Text2(TextBlock, frozen=True):
     """A block subclass: counted as its base class."""
 
 
-class Result2(ToolResultBlock):
+class Result2(ToolResultBlock, frozen=True):
     pass
 
 

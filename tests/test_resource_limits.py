@@ -112,12 +112,14 @@ def chat_with_junk(folder: Path, n: int = JUNK) -> Path:
 
 
 def opencode_db_with_junk(folder: Path, n: int = JUNK) -> Path:
-    bad = [(f"msg_z{i:04}", b"not json", []) for i in range(n)]
+    bad: list[tuple[str, Any, list[tuple[str, Any]]]] = [(f"msg_z{i:04}", b"not json", []) for i in range(n)]
     return write_db(folder / "opencode.db", oc_records() + bad)
 
 
 def opencode_store_with_junk(folder: Path, n: int = JUNK) -> Path:
-    bad = [(f"msg_z{i:04}", {"role": "user", "time": {"created": T0 + i}}, []) for i in range(n)]
+    bad: list[tuple[str, Any, list[tuple[str, Any]]]] = [
+        (f"msg_z{i:04}", {"role": "user", "time": {"created": T0 + i}}, []) for i in range(n)
+    ]
     raw = {f"msg_z{i:04}.json": b"not json" for i in range(n)}
     return write_storage(folder, oc_records() + bad, raw)
 
@@ -270,7 +272,7 @@ def run_with_timeout(fn: Callable[[], Any], seconds: float = 10) -> Any:
     return out[0]
 
 
-def swap(path: Path, replace: Callable[[Path], None]) -> None:
+def swap(path: Path, replace: Callable[[Path], object]) -> None:
     path.unlink()
     replace(path)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
+from typing import Unpack
 
 import pytest
 
@@ -42,6 +43,8 @@ from inspector.shaping.tool_budget import fitted_head, marker
 from inspector.shaping.tools import DEFAULT_COMPACTABLE_TOOLS, canonical_set
 from inspector.tokens import HeuristicEstimator
 
+from .typed import MessageExtras
+
 EST = HeuristicEstimator()
 MARKER_RE = re.compile(
     r"\n\n\[truncated (\d+) chars — re-read a narrower range \(file_read with offset/limit, or grep\) to see the rest\]$"
@@ -68,7 +71,7 @@ class Ledger:
             )
         )
 
-    def user(self, text: str, source: Source | None = None, **kw: object) -> Message:
+    def user(self, text: str, source: Source | None = None, **kw: Unpack[MessageExtras]) -> Message:
         return self._add(
             Message(
                 id=self._id("u"),

@@ -37,6 +37,7 @@ from inspector.shaping import (
     Microcompact,
     OldHistorySnip,
     PerToolResultBudget,
+    Sizer,
     TokenMemo,
     ToolOutputClear,
     explain,
@@ -245,7 +246,7 @@ LAYERS: dict[str, Callable[[], Layer]] = {
 }
 
 
-def total(view: Sequence[Message], estimator: HeuristicEstimator | CharsOverFour) -> int:
+def total(view: Sequence[Message], estimator: Sizer) -> int:
     return sum(estimator.message(m) for m in view)
 
 

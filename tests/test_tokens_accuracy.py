@@ -117,7 +117,8 @@ def test_requests_after_a_switch_a_prompt_change_or_a_compaction_are_scored_apar
     # after request 24 read 30,682 tokens from it (right after /mcp: the tool schemas changed)
     assert request_kinds(tr) == {70: "after model switch", 25: "after prompt change"}
     assert tr.request(70).model != tr.request(69).model
-    assert tr.request(25).usage is not None and tr.request(25).usage.cache_read == 0
+    usage = tr.request(25).usage
+    assert usage is not None and usage.cache_read == 0
     rep = accuracy(tr)
     assert rep.modes["delta"].n == 79  # 82 requests: not the first, not 25, not 70
     assert rep.kinds["after model switch"]["baseline"].n == 1

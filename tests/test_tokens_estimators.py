@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 from pathlib import Path
@@ -104,7 +105,7 @@ def test_tiktoken_batches_count_each_text_in_order(
     """A batch gives each text's own count, in order, tokenized in this thread or by runs in
     several (`THREADED_CHARS`: every batch threaded when 1)."""
     monkeypatch.setattr(tk, "THREADED_CHARS", threaded_chars)
-    monkeypatch.setattr(tk.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # the module tk reads it from
     est = TiktokenEstimator()
     texts = [f"line {i}: " + "def f(x):\n    return x * 2  # 数据\n" * (i % 7) for i in range(60)] + [""]
     alone = [est.text(t) for t in texts]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from textual.worker import Worker
 
 from inspector.formats import load
 from inspector.model import Message, Request, Role, Segment, TextBlock, Transcript, Usage
@@ -233,9 +235,9 @@ async def test_the_scan_rests_while_a_request_is_being_shown() -> None:
         rests: list[float] = []
         shape = main.compute_step
 
-        def spy(*args: object) -> None:
+        def spy(*args: Any, **kwargs: Any) -> Worker[None]:
             rests.append(main.scan_rests_until - time.monotonic())
-            shape(*args)  # type: ignore[arg-type]
+            return shape(*args, **kwargs)
 
         main.compute_step = spy  # type: ignore[method-assign]
         await pilot.press("left_square_bracket")
@@ -257,7 +259,7 @@ async def test_search_finds_the_next_message() -> None:
         expected = next(
             r
             for r in range(start + 1, len(main.view.rows))
-            if query in (main.view.rows[r].text + str(main.view.rows[r].blocks)).lower()  # type: ignore[union-attr]
+            if (m := main.view.rows[r]) is not None and query in (m.text + str(m.blocks)).lower()
         )
         await pilot.press("slash")
         await pilot.pause(0.1)

@@ -117,6 +117,7 @@ async def test_compare_shows_the_prompt_cache_cost_of_eager_clear() -> None:
             await pilot.pause(0.02)
             if app.main.view is not None and app.main.view.index == 23:
                 break
+        assert app.main.replay is not None
         screen = CompareScreen(
             app.main.replay, str(SCENARIOS_DIR / "opencollab-eager.toml"), 23, app.main.replay_lock
         )

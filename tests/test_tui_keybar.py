@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.pilot import Pilot
@@ -71,7 +72,9 @@ async def test_the_bar_draws_the_shown_keys_and_the_palette_at_the_right_end() -
         # the disabled key is drawn dim, the enabled one is not
         text = bar.render()
         styles = {text.plain[span.start : span.end]: span.style for span in text.spans}
-        assert styles[" b "].dim and not styles[" a "].dim
+        disabled, enabled = styles[" b "], styles[" a "]
+        assert isinstance(disabled, Style) and isinstance(enabled, Style)
+        assert disabled.dim and not enabled.dim
 
 
 async def test_on_a_narrow_screen_the_keys_are_cut_and_the_palette_stays_at_the_right_end() -> None:

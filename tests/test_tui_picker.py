@@ -315,7 +315,11 @@ async def test_each_session_of_an_opencode_database_is_a_row_that_opens_it(fake_
         for downs, sid in ((1, SECOND), (2, ORIGINAL), (0, THIRD)):
             await pilot.press(*(["down"] * downs), "enter")
             n = len(SESSIONS[sid]["contexts"])
-            await wait_until(pilot, lambda n=n: counter(app).startswith(f"request {n}/{n}"), f"session {sid}")
+
+            def shown(n: int = n) -> bool:
+                return counter(app).startswith(f"request {n}/{n}")
+
+            await wait_until(pilot, shown, f"session {sid}")
             main = app.screen
             assert isinstance(main, MainScreen)
             assert main.transcript.session_id == sid

@@ -5,6 +5,7 @@ after a cursor move, the time and model, the first run's banner. Pilot: fa812bfe
 from __future__ import annotations
 
 from inspector.formats import load
+from inspector.model import Transcript
 from inspector.replay.composition import composition
 from inspector.samples import SAMPLES, sample_path
 from inspector.tui import InspectorApp
@@ -16,7 +17,7 @@ from tests.conftest import FA812, corpus_file
 from tests.test_tui_app import SIZE, screen_text, settle
 
 
-def pilot_transcript():  # type: ignore[no-untyped-def]
+def pilot_transcript() -> Transcript:
     corpus_file(str(FA812.relative_to(FA812.parents[2])))
     return load(str(FA812))
 

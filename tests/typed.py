@@ -11,9 +11,27 @@ import enum
 import types
 import typing
 from functools import cache
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, TypedDict, Union, get_args, get_origin
 
 import msgspec
+
+from inspector.model import Origin
+
+MADE_BY_HELPERS = ("id", "role", "blocks", "timestamp", "source")
+"""The `Message` fields the tests' ledger builders set themselves."""
+
+
+class MessageExtras(TypedDict, total=False):
+    """The other `Message` fields, as keywords a test's ledger builder passes on to `Message`."""
+
+    sidechain: bool
+    agent_id: str | None
+    origin: Origin | None
+    response_id: str | None
+    model: str | None
+    is_meta: bool
+    is_summary: bool
+    stop_reason: str | None
 
 
 @cache
