@@ -19,15 +19,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from inspector.model import Message, ReasoningBlock, SourceKind, TextBlock, ToolCallBlock, ToolResultBlock
+from inspector.model import (
+    Message,
+    ReasoningBlock,
+    Role,
+    SourceKind,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
 from inspector.shaping import Budget, ShapeResult
 from inspector.tokens.calibration import OVERHEAD_ID
 
 if TYPE_CHECKING:
-    from inspector.replay import Step
+    from inspector.replay import Replay, Step
 
 OVERHEAD = "overhead"
 MEMORY = "memory"
@@ -104,6 +112,8 @@ class Composition:
     """What the pipeline sends: the sum of the used parts' `sent`."""
     trigger: int
     parts: tuple[Part, ...]
+    overhead_shares: tuple[OverheadShare, ...] = ()
+    """The overhead part split into system prompt and tools (`split_overhead`), each with its basis."""
 
     @property
     def scale(self) -> int:
@@ -142,6 +152,16 @@ class Composition:
                     "space": p.space,
                 }
                 for p in self.parts
+            ],
+            "overhead_split": [
+                {
+                    "key": x.key,
+                    "label": x.label,
+                    "tokens": x.tokens,
+                    "basis": x.basis,
+                    "estimated": x.estimated,
+                }
+                for x in self.overhead_shares
             ],
         }
 
@@ -298,10 +318,160 @@ def space_parts(context: int, sent: int, budget: Budget) -> list[Part]:
 
 def composition(step: Step) -> Composition:
     """The composition of a replayed `Step` (`Replay.step(k)`): its ledger with the calibrated
-    weights, and what its pipeline sends."""
+    weights, and what its pipeline sends; the overhead part split by `split_overhead`."""
     weights = step.weights
     ledger = [(m, weights.get(m.id, 0)) for m in step.ledger]
-    return build(step.index, ledger, sent_weights(step.result, weights), step.budget)
+    comp = build(step.index, ledger, sent_weights(step.result, weights), step.budget)
+    tr = step.calibration.transcript
+    shares = split_overhead(tr.format, weights.get(OVERHEAD_ID, 0), tr.messages)
+    return replace(comp, overhead_shares=shares)
+
+
+SYSTEM_PROMPT = "system_prompt"
+TOOLS = "tools"
+UNSPLIT = "system_prompt_and_tools"
+
+CLAUDE_CODE_SYSTEM_PROMPT = 3_200
+"""Claude Code's system prompt, estimated: its `/context` shows "System prompt: 3.2k tokens" in the
+2.1 sample of notes/claude-code-transcripts.md §7.1 (2.2k-3.3k across the versions seen there);
+the transcript holds neither the prompt nor the tool definitions."""
+
+OVERHEAD_LABEL = "fixed overhead: the first request's billed input minus the visible messages"
+
+
+@dataclass(frozen=True, slots=True)
+class OverheadShare:
+    """One share of the fixed overhead: the system prompt, the tools, or both when they cannot be
+    told apart; `basis` says where the figure comes from."""
+
+    key: str
+    label: str
+    tokens: int
+    basis: str
+    estimated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """What the harness sends that the transcript does not hold (system prompt, tool definitions),
+    sized from the first request with usage against the visible messages it was made with:
+    `tokens` = `billed` - `visible` (the calibration pins it there, `OVERHEAD_ID`), split into
+    `shares` that add up to it. No request with usage: nothing is known (`request` None, 0 tokens)."""
+
+    request: int | None
+    billed: int | None
+    visible: int
+    tokens: int
+    shares: tuple[OverheadShare, ...]
+    label: str = OVERHEAD_LABEL
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "label": self.label,
+            "request": self.request,
+            "billed": self.billed,
+            "visible": self.visible,
+            "tokens": self.tokens,
+            "shares": [
+                {
+                    "key": x.key,
+                    "label": x.label,
+                    "tokens": x.tokens,
+                    "basis": x.basis,
+                    "estimated": x.estimated,
+                }
+                for x in self.shares
+            ],
+        }
+
+
+def _tools_called(messages: Iterable[Message]) -> tuple[list[str], list[str]]:
+    """(built-in tools, MCP tools) the main chain called, each sorted (`mcp__<server>__<tool>`)."""
+    names = {b.name for m in messages if not m.sidechain for b in m.blocks if isinstance(b, ToolCallBlock)}
+    mcp = sorted(n for n in names if n.startswith("mcp__"))
+    return sorted(names - set(mcp)), mcp
+
+
+def _mcp_servers(mcp: Sequence[str]) -> list[str]:
+    return sorted({n.split("__")[1] for n in mcp if n.count("__") >= 2})
+
+
+def split_overhead(fmt: str, tokens: int, messages: Sequence[Message]) -> tuple[OverheadShare, ...]:
+    """The overhead split into system prompt and tools where the harness's prompt or tool list is
+    known, else one share for both (every share says its basis):
+
+    - Claude Code: the system prompt is estimated (`CLAUDE_CODE_SYSTEM_PROMPT`, its `/context`
+      figure), the tools are the rest: the built-in tools and the MCP tools, of which the ones the
+      session called are named (the file holds no tool list). The rest also holds what Claude
+      Code sends unrecorded (memory files in the system prompt, the environment).
+    - Codex and OpenCollab, when the file holds the system prompt (Codex
+      `session_meta.base_instructions`, OpenCollab's leading system message): it weighs with the
+      visible messages, and the overhead is the tool definitions (exact by construction). A
+      rollout without its base instructions (older Codex, redacted files): one share.
+    - opencode and other formats: neither is stored; one share.
+    """
+    if tokens <= 0:
+        return ()
+    builtin, mcp = _tools_called(messages)
+    called = f"{len(builtin)} built-in tools called" + (
+        f", {len(mcp)} MCP tools of {', '.join(_mcp_servers(mcp))}" if mcp else ""
+    )
+    if fmt == "claude-code":
+        prompt = min(tokens, CLAUDE_CODE_SYSTEM_PROMPT)
+        return (
+            OverheadShare(
+                SYSTEM_PROMPT,
+                "system prompt (estimated)",
+                prompt,
+                "estimated: Claude Code's /context shows 3.2k for its system prompt (2.2k-3.3k across versions)",
+                True,
+            ),
+            OverheadShare(
+                TOOLS,
+                "tool definitions (estimated: the rest)",
+                tokens - prompt,
+                f"the overhead minus the system prompt's estimate; tool definitions ({called}) and "
+                "what else Claude Code sends unrecorded (memory files, environment)",
+                True,
+            ),
+        )
+    if fmt == "codex":  # the base instructions (developer messages are additions to them)
+        in_file = any(m.source.name == "base instructions" for m in messages)
+    else:  # OpenCollab: its identity (role prompt) is the leading system message
+        in_file = fmt == "opencollab" and any(m.role is Role.SYSTEM for m in messages)
+    if in_file:
+        return (
+            OverheadShare(
+                SYSTEM_PROMPT,
+                "system prompt (in the transcript)",
+                0,
+                "the transcript holds the system prompt: it weighs with the visible messages",
+                False,
+            ),
+            OverheadShare(TOOLS, "tool definitions", tokens, f"the whole overhead ({called})", False),
+        )
+    return (
+        OverheadShare(
+            UNSPLIT,
+            "system prompt and tools",
+            tokens,
+            f"not split: the transcript holds neither the system prompt nor the tool list ({called})",
+            True,
+        ),
+    )
+
+
+def overhead(replay: Replay) -> Overhead:
+    """The fixed overhead of a replayed transcript, from its first request with usage."""
+    tr = replay.transcript
+    first = next((r for r in tr.requests if r.usage is not None), None)
+    if first is None or first.usage is None:
+        return Overhead(None, None, 0, 0, ())
+    weights = replay.step(first.index).weights
+    tokens = weights.get(OVERHEAD_ID, 0)
+    visible = sum(w for mid, w in weights.items() if mid != OVERHEAD_ID)
+    billed = first.usage.context
+    return Overhead(first.index, billed, visible, tokens, split_overhead(tr.format, tokens, tr.messages))
 
 
 def grid(comp: Composition, side: str, cells: int) -> list[str]:
@@ -326,12 +496,16 @@ def grid(comp: Composition, side: str, cells: int) -> list[str]:
 __all__ = [
     "LABELS",
     "Composition",
+    "Overhead",
+    "OverheadShare",
     "Part",
     "build",
     "call_names_of",
     "composition",
     "grid",
     "message_parts",
+    "overhead",
     "sent_weights",
     "space_parts",
+    "split_overhead",
 ]
