@@ -21,7 +21,7 @@ of their inputs were protected. Each rule below keys on a marker the transcript 
 | image | a human line whose blocks are images (thomasjmcgovern, a pasted screenshot) | conversation · 0 |
 | user prompt with an image | a human line of text and `image` blocks (`[Image #1]`, thomasjmcgovern) | conversation · 0 |
 | todo list | the tool result of a `TodoWrite` call (Claude Code re-attaches the current list after a compaction) | tool output · 0 |
-| plan | the tool result of an `ExitPlanMode` call (the plan it re-attaches after a compaction) | tool output · 0 |
+| plan | the tool result of an `ExitPlanMode` call the user approved (the plan it re-attaches after a compaction; a rejected one is tool output) | tool output · 0 |
 | subagent result | the tool result of a `Task` (or `Agent`) call: what the subagent answered (its own transcript is listed under the session) | tool output · 0 |
 | task | the first human prompt: a line the human typed that is none of the above (a command is never the task, even with arguments: `/orchestrator create TODO app` is named "slash command /orchestrator (with arguments)", and its expansion follows it) | task · 80 (pinned) |
 | user prompt | every later human prompt | conversation · 0 |
@@ -141,7 +141,8 @@ class Classifier:
             if names & SUBAGENT_TOOLS:
                 return SUBAGENT_RESULT
             named = NAMED_RESULTS.get(next(iter(names)) or "") if len(names) == 1 else None
-            if named is not None:
+            rejected = all(b.is_error for b in blocks if isinstance(b, ToolResultBlock))
+            if named is not None and not rejected:  # (a rejected plan is no plan)
                 return named
             return TOOL_OUTPUT
         if blocks and all(isinstance(b, ToolResultBlock | MediaBlock) for b in blocks):

@@ -300,10 +300,11 @@ _INSTRUCTION_TAG = re.compile(r"<([a-z][a-z_ ]*(?:instructions|mode|personality)
 def developer_source(role: str, text: str) -> Source:
     """The source of a developer (or system) message: pinned instructions (Codex re-injects its
     initial context after a compaction), named by the section tags it holds, in order
-    ("developer instructions: skills_instructions, permissions instructions"; the corpus'
-    0.158.0 rollout holds those two)."""
-    tags = list(dict.fromkeys(_INSTRUCTION_TAG.findall(text)))
-    name = f"{role} instructions" + (f": {', '.join(tags[:4])}" if tags else "")
+    ("developer instructions (skills, permissions)" for `<skills_instructions>` and
+    `<permissions instructions>`, the two the corpus' 0.158.0 rollout holds)."""
+    tags = [t.replace("_instructions", "").replace(" instructions", "") for t in _INSTRUCTION_TAG.findall(text)]
+    tags = list(dict.fromkeys(tags))
+    name = f"{role} instructions" + (f" ({', '.join(tags[:4])})" if tags else "")
     return Source.of(SourceKind.IDENTITY, short(name))
 
 

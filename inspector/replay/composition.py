@@ -448,7 +448,13 @@ def split_overhead(fmt: str, tokens: int, messages: Sequence[Message]) -> tuple[
                 "the transcript holds the system prompt: it weighs with the visible messages",
                 False,
             ),
-            OverheadShare(TOOLS, "tool definitions", tokens, f"the whole overhead ({called})", False),
+            OverheadShare(
+                TOOLS,
+                "tool definitions",
+                tokens,
+                f"the whole overhead ({called}; and whatever of the prompt the file trims or redacts)",
+                False,
+            ),
         )
     return (
         OverheadShare(
