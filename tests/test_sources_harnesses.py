@@ -472,3 +472,27 @@ def test_approved_plans_are_named_not_pinned() -> None:
     pook = load(corpus_file("claude-code/pooknast-da0d9633.jsonl"))
     (rejected,) = [m for m in pook.messages if any(b.tool_name == "ExitPlanMode" for b in m.tool_results)]
     assert rejected.source.name == "" and rejected.tool_results[0].is_error
+
+
+def test_report_says_why_each_source_is_pinned(capsys: pytest.CaptureFixture[str]) -> None:
+    from inspector.cli import main as cli_main
+
+    path = corpus_file("claude-code/pooknast-da0d9633.jsonl")
+    t = load(path)
+    replay = Replay.open(t)
+    skill = next(m for m in t.messages if m.source.kind is SourceKind.SKILL)
+    k = replay.requests_holding(skill.id)[0]
+    assert cli_main(["report", str(path), "--step", str(k), "--json"]) == 0
+    comp = json.loads(capsys.readouterr().out)["composition"]
+    pins = {p["kind"]: p for p in comp["pinned"]}
+    assert pins["skill"]["why"].startswith("re-attached by Claude Code after compaction (invoked skills")
+    assert pins["skill"]["tokens"] == replay.step(k).weight(skill.id)
+    assert pins["overhead"]["tokens"] == replay.step(k).weight(OVERHEAD_ID)
+    assert [x["key"] for x in comp["overhead_split"]] == ["system_prompt", "tools"]
+    assert cli_main(["report", str(path), "--step", str(k), "--policy", "opencollab"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        f"⚑ pinned skill body (priority 85): {pins['skill']['tokens']:,} tokens — OpenCollab: priority 85 ≥ 70"
+        in out
+    )
+    assert "system prompt (estimated): 3,200 · estimated: Claude Code's /context shows 3.2k" in out

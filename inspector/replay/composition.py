@@ -26,12 +26,14 @@ from inspector.model import (
     Message,
     ReasoningBlock,
     Role,
+    Source,
     SourceKind,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
 )
-from inspector.shaping import Budget, ShapeResult
+from inspector.shaping import Budget, Policy, ShapeResult
+from inspector.shaping.policy import pin_reason, preset_for_format
 from inspector.tokens.calibration import OVERHEAD_ID
 
 if TYPE_CHECKING:
@@ -101,6 +103,19 @@ class Part:
 
 
 @dataclass(frozen=True, slots=True)
+class PinnedRow:
+    """The pinned messages of one source at a request: their tokens, and why they are pinned
+    (`inspector.shaping.policy.pin_reason`, in the harness's terms)."""
+
+    kind: str
+    name: str
+    priority: int
+    count: int
+    tokens: int
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class Composition:
     """The window at one request, part by part (used parts first, then the space parts)."""
 
@@ -114,6 +129,8 @@ class Composition:
     parts: tuple[Part, ...]
     overhead_shares: tuple[OverheadShare, ...] = ()
     """The overhead part split into system prompt and tools (`split_overhead`), each with its basis."""
+    pinned: tuple[PinnedRow, ...] = ()
+    """The pinned sources of the raw ledger, each with why it is pinned in the policy's terms."""
 
     @property
     def scale(self) -> int:
@@ -152,6 +169,17 @@ class Composition:
                     "space": p.space,
                 }
                 for p in self.parts
+            ],
+            "pinned": [
+                {
+                    "kind": x.kind,
+                    "name": x.name,
+                    "priority": x.priority,
+                    "count": x.count,
+                    "tokens": x.tokens,
+                    "why": x.why,
+                }
+                for x in self.pinned
             ],
             "overhead_split": [
                 {
@@ -316,15 +344,37 @@ def space_parts(context: int, sent: int, budget: Budget) -> list[Part]:
     return parts
 
 
-def composition(step: Step) -> Composition:
+def pinned_rows(ledger: Sequence[tuple[Message, int]], policy: Policy) -> tuple[PinnedRow, ...]:
+    """The pinned sources of a ledger with their weights, heaviest priority first, and why each is
+    pinned under `policy`."""
+    rows: dict[tuple[str, str, int], list[int]] = {}
+    sources: dict[tuple[str, str, int], Source] = {}
+    for m, w in ledger:
+        if not m.pinned:
+            continue
+        name = m.source.name or ("system prompt and tools" if m.id == OVERHEAD_ID else "")
+        key = (m.source.kind.value, name, m.source.priority)
+        rows.setdefault(key, []).append(w)
+        sources.setdefault(key, m.source)
+    out = [
+        PinnedRow(kind, name, prio, len(ws), sum(ws), pin_reason(policy, sources[(kind, name, prio)]))
+        for (kind, name, prio), ws in rows.items()
+    ]
+    out.sort(key=lambda r: (-r.priority, -r.tokens))
+    return tuple(out)
+
+
+def composition(step: Step, policy: Policy | None = None) -> Composition:
     """The composition of a replayed `Step` (`Replay.step(k)`): its ledger with the calibrated
-    weights, and what its pipeline sends; the overhead part split by `split_overhead`."""
+    weights, and what its pipeline sends; the overhead part split by `split_overhead`; the pinned
+    sources with why, under `policy` (None: the preset of the transcript's harness)."""
     weights = step.weights
     ledger = [(m, weights.get(m.id, 0)) for m in step.ledger]
     comp = build(step.index, ledger, sent_weights(step.result, weights), step.budget)
     tr = step.calibration.transcript
     shares = split_overhead(tr.format, weights.get(OVERHEAD_ID, 0), tr.messages)
-    return replace(comp, overhead_shares=shares)
+    pins = pinned_rows(ledger, policy if policy is not None else preset_for_format(tr.format))
+    return replace(comp, overhead_shares=shares, pinned=pins)
 
 
 SYSTEM_PROMPT = "system_prompt"
@@ -413,8 +463,8 @@ def split_overhead(fmt: str, tokens: int, messages: Sequence[Message]) -> tuple[
     if tokens <= 0:
         return ()
     builtin, mcp = _tools_called(messages)
-    called = f"{len(builtin)} built-in tools called" + (
-        f", {len(mcp)} MCP tools of {', '.join(_mcp_servers(mcp))}" if mcp else ""
+    called = f"{len(builtin)} built-in tool{'' if len(builtin) == 1 else 's'} called" + (
+        f", {len(mcp)} MCP tool{'' if len(mcp) == 1 else 's'} of {', '.join(_mcp_servers(mcp))}" if mcp else ""
     )
     if fmt == "claude-code":
         prompt = min(tokens, CLAUDE_CODE_SYSTEM_PROMPT)
@@ -505,12 +555,14 @@ __all__ = [
     "Overhead",
     "OverheadShare",
     "Part",
+    "PinnedRow",
     "build",
     "call_names_of",
     "composition",
     "grid",
     "message_parts",
     "overhead",
+    "pinned_rows",
     "sent_weights",
     "space_parts",
     "split_overhead",
