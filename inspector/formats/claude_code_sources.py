@@ -18,7 +18,10 @@ of their inputs were protected. Each rule below keys on a marker the transcript 
 | system reminder | any other `isMeta` line or a line of `<system-reminder>` blocks only (todo list, plan mode, file changes) | conversation · 0 |
 | interrupt | "[Request interrupted by user" | conversation · 0 |
 | background task | `<task-notification>` | conversation · 0 |
-| image | a human line whose blocks are images | conversation · 0 |
+| image | a human line whose blocks are images (thomasjmcgovern, a pasted screenshot) | conversation · 0 |
+| user prompt with an image | a human line of text and `image` blocks (`[Image #1]`, thomasjmcgovern) | conversation · 0 |
+| todo list | the tool result of a `TodoWrite` call (Claude Code re-attaches the current list after a compaction) | tool output · 0 |
+| plan | the tool result of an `ExitPlanMode` call the user approved (the plan it re-attaches after a compaction; a rejected one is tool output) | tool output · 0 |
 | subagent result | the tool result of a `Task` (or `Agent`) call: what the subagent answered (its own transcript is listed under the session) | tool output · 0 |
 | task | the first human prompt: a line the human typed that is none of the above (a command is never the task, even with arguments: `/orchestrator create TODO app` is named "slash command /orchestrator (with arguments)", and its expansion follows it) | task · 80 (pinned) |
 | user prompt | every later human prompt | conversation · 0 |
@@ -60,6 +63,12 @@ BACKGROUND = Source.of(SourceKind.CONVERSATION, "background task notification")
 IMAGE = Source.of(SourceKind.CONVERSATION, "image")
 PROMPT = Source.of(SourceKind.CONVERSATION, "user prompt")
 SUBAGENT_RESULT = Source.of(SourceKind.TOOL_OUTPUT, "subagent result (Task)")
+NAMED_RESULTS = {
+    "TodoWrite": Source.of(SourceKind.TOOL_OUTPUT, "todo list (TodoWrite)"),
+    "ExitPlanMode": Source.of(SourceKind.TOOL_OUTPUT, "plan (ExitPlanMode)"),
+}
+"""Tool results that are a harness state Claude Code re-attaches after a compaction (the current
+todo list, the plan): named, not pinned (only the latest is re-attached, by Claude Code itself)."""
 SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
 """The tools that run a subagent: their result is what the subagent answered."""
 
@@ -128,13 +137,19 @@ class Classifier:
         if rec.get("isCompactSummary"):
             return SUMMARY
         if blocks and all(isinstance(b, ToolResultBlock) for b in blocks):
-            if any(b.tool_name in SUBAGENT_TOOLS for b in blocks if isinstance(b, ToolResultBlock)):
+            names = {b.tool_name for b in blocks if isinstance(b, ToolResultBlock)}
+            if names & SUBAGENT_TOOLS:
                 return SUBAGENT_RESULT
+            named = NAMED_RESULTS.get(next(iter(names)) or "") if len(names) == 1 else None
+            rejected = all(b.is_error for b in blocks if isinstance(b, ToolResultBlock))
+            if named is not None and not rejected:  # (a rejected plan is no plan)
+                return named
             return TOOL_OUTPUT
         if blocks and all(isinstance(b, ToolResultBlock | MediaBlock) for b in blocks):
             return TOOL_OUTPUT if any(isinstance(b, ToolResultBlock) for b in blocks) else self._human(IMAGE)
         text = _text(blocks)
         stripped = text.lstrip()
+        images = sum(1 for b in blocks if isinstance(b, MediaBlock) and b.type == "image")
         if rec.get("_recovered"):
             return RECOVERED_HOOK
         if stripped.startswith(_CAVEAT):
@@ -168,6 +183,8 @@ class Classifier:
             return HOOK
         if not stripped:
             return CONVERSATION
+        if images:
+            return self._human(_with_images(PROMPT, images))
         return self._human(PROMPT)
 
     def _human(self, later: Source) -> Source:
@@ -175,7 +192,16 @@ class Classifier:
         if self.task_done:
             return later
         self.task_done = True
-        return TASK if later is PROMPT else Source.of(SourceKind.TASK, "first user task (an image)")
+        if later is PROMPT:
+            return TASK
+        if later is IMAGE:
+            return Source.of(SourceKind.TASK, "first user task (an image)")
+        return Source.of(SourceKind.TASK, TASK.name + later.name[len(PROMPT.name) :])
+
+
+def _with_images(source: Source, n: int) -> Source:
+    """A human prompt that pasted images with its words: "user prompt (with an image)"."""
+    return Source.of(source.kind, f"{source.name} (with {'an image' if n == 1 else f'{n} images'})")
 
 
 def harness_written(rec: dict[str, Any], blocks: tuple[Block, ...]) -> bool:

@@ -293,8 +293,39 @@ def _problems(payload: dict[str, Any]) -> list[str]:
     return out
 
 
+_INSTRUCTION_TAG = re.compile(r"<([a-z][a-z_ ]*(?:instructions|mode|personality))>")
+"""A section tag of a developer message (`<skills_instructions>`, `<permissions instructions>`)."""
+
+
+def developer_source(role: str, text: str) -> Source:
+    """The source of a developer (or system) message: pinned instructions (Codex re-injects its
+    initial context after a compaction), named by the section tags it holds, in order
+    ("developer instructions (skills, permissions)" for `<skills_instructions>` and
+    `<permissions instructions>`, the two the corpus' 0.158.0 rollout holds)."""
+    tags = [t.replace("_instructions", "").replace(" instructions", "") for t in _INSTRUCTION_TAG.findall(text)]
+    tags = list(dict.fromkeys(tags))
+    name = f"{role} instructions" + (f" ({', '.join(tags[:4])})" if tags else "")
+    return Source.of(SourceKind.IDENTITY, short(name))
+
+
 def _user_source(text: str, first_task: bool) -> tuple[Source, bool, bool]:
-    """(source, is_meta, is_summary) of a user-role message from its text."""
+    """(source, is_meta, is_summary) of a user-role message from its text, by the marker it
+    starts with (notes/opencode-codex.md §B2, §B3; each seen in the corpus' rollouts or Codex's
+    templates):
+
+    | category | marker | kind · priority |
+    |---|---|---|
+    | compaction summary | `SUMMARY_PREFIX` ("Another language model started to solve this problem") | summary · 0 |
+    | environment context | `<environment_context>` | identity · 100 (pinned: initial context) |
+    | AGENTS.md | `# AGENTS.md instructions`, `<user_instructions>`, `<INSTRUCTIONS>` | project instructions · 75 (pinned: initial context) |
+    | skill | `<skill>` | skill · 85 (pinned) |
+    | injected by the harness | `<user_shell_command>`, `<turn_aborted>`, `<subagent_notification>` | conversation · 0 |
+    | task | the first other user message | task · 80 (pinned) |
+    | (conversation) | every later one | conversation · 0 |
+
+    Developer and system messages are `developer_source`; `session_meta.base_instructions` is
+    "base instructions" (identity · 100); tool outputs are tool output · 0.
+    """
     t = text.lstrip()
     if t.startswith(SUMMARY_PREFIX):
         return Source.of(SourceKind.SUMMARY, "compaction summary"), False, True
@@ -534,13 +565,8 @@ class CodexReader:
             if role == "assistant":
                 return _Item("output", Role.ASSISTANT, blocks, Source.of(SourceKind.CONVERSATION))
             if role in ("developer", "system"):
-                return _Item(
-                    "input",
-                    Role.SYSTEM,
-                    blocks,
-                    Source.of(SourceKind.IDENTITY, f"{role} instructions"),
-                    is_meta=True,
-                )
+                text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
+                return _Item("input", Role.SYSTEM, blocks, developer_source(str(role), text), is_meta=True)
             text = "\n".join(b.text for b in blocks if isinstance(b, TextBlock))
             if retained:
                 first = s.first_task_text is not None and text == s.first_task_text

@@ -34,6 +34,22 @@ How a session becomes a ledger:
   before it.
 - opencode does not store the context window, so `Transcript.window` stays None.
 - Child sessions (subagents started by the `task` tool) are listed as `subagents`.
+
+Sources: what each opencode message is, by the field or part it keys on (notes/opencode-codex.md §A4-§A6):
+
+| category | marker | kind · priority |
+|---|---|---|
+| system prompt (stored on the message, opencode 0.x) | an assistant message's `system` list of strings | identity · 100 (pinned: sent with every request) |
+| system part | a user message's `system` string | identity · 100 (pinned) |
+| compaction request | a user message with a `compaction` part | conversation · 0 |
+| compaction summary | an assistant message with `summary: true` | summary · 0 |
+| injected by the harness | a user message whose text parts are all `synthetic` (the compaction's "Continue if you have next steps" and the like) | conversation · 0 |
+| task | the first user message with a typed text or file part | task · 80 (pinned) |
+| skill tool output | a `skill` tool part (prune never clears it: `PRUNE_PROTECTED_TOOLS`) | skill · 85 (pinned) |
+| tool output | every other tool part | tool output · 0 |
+
+opencode 1.x stores neither its system prompt nor its tool definitions: they are the fixed
+overhead the calibration sizes from the first step's tokens.
 """
 
 from __future__ import annotations
@@ -91,6 +107,8 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 REQUIRED_TABLES = frozenset({"session", "message", "part"})
 CLEARED_TEXT = "[Old tool result content cleared]"
 INTERRUPTED_TEXT = "[Tool execution was interrupted]"
+STORED_SYSTEM = Source.of(SourceKind.IDENTITY, "system prompt (stored on the message, opencode 0.x)")
+USER_SYSTEM = Source.of(SourceKind.IDENTITY, "system part (the prompt's `system`)")
 COMPACTION_PROMPT = "What did we do so far?"
 SUBTASK_TEXT = "The following tool was executed by the user"
 PRUNE_GAP_MS = 10_000
@@ -656,14 +674,41 @@ class _Builder:
         self.pruned: list[tuple[int, str, _Part]] = []
         self.task_sessions: dict[str, str] = {}
         self.first_task_done = False
+        self.system_texts: set[str] = set()
 
     def _add(self, m: Message, segment: bool = True) -> None:
         self.messages.append(m)
         if segment:
             self.segments[-1].append(m.id)
 
+    def _system_part(self, rec: _Msg, raw: object, source: Source) -> None:
+        """A system part opencode recorded (`system`: a string on a user message, or, before 0.6,
+        a list of strings on an assistant message) as a pinned system message, once per text.
+        Before any request it heads the segment (the system prompt of the first call); later it
+        goes where it was recorded."""
+        parts = [raw] if isinstance(raw, str) else raw if isinstance(raw, list) else []
+        text = "\n".join(x for x in parts if isinstance(x, str))
+        if not text.strip() or text in self.system_texts:
+            return
+        self.system_texts.add(text)
+        m = Message(
+            id=f"{rec.id}:system",
+            role=Role.SYSTEM,
+            blocks=(TextBlock(text=text),),
+            timestamp=_iso(rec.time),
+            source=source,
+            origin=Origin(file=rec.file, line=rec.line),
+            is_meta=True,
+        )
+        if self.requests or len(self.segments) > 1:
+            self._add(m)
+        else:
+            self.messages.append(m)
+            self.segments[-1].insert(0, m.id)
+
     # -- user --------------------------------------------------------------------------------
     def user(self, rec: _Msg) -> None:
+        self._system_part(rec, rec.data.get("system"), USER_SYSTEM)
         blocks: list[Block] = []
         trigger: _Part | None = None
         typed = False
@@ -802,6 +847,7 @@ class _Builder:
 
     def assistant(self, rec: _Msg) -> None:
         data = rec.data
+        self._system_part(rec, data.get("system"), STORED_SYSTEM)
         is_summary = bool(data.get("summary"))
         times = data.get("time") if isinstance(data.get("time"), dict) else {}
         assert isinstance(times, dict)

@@ -347,7 +347,23 @@ def _merge_meta(ledger: RawLedger, meta: dict[str, Any], rec: dict[str, Any]) ->
 
 
 def _ctx_source(ctx: Any, problems: list[str]) -> Source | None:
-    """The source an `_ctx` tag names (None: no usable tag)."""
+    """The source an `_ctx` tag names (None: no usable tag), exactly as OpenCollab recorded it
+    (`ContextPlan.startup_system_messages` / `startup_user_messages`, notes/opencollab.md §2):
+
+    | category | marker | kind · priority |
+    |---|---|---|
+    | identity (role prompt) | `_ctx.layer` "identity" | identity · `_ctx.priority` (100 by default) |
+    | team ("Your team") | "team" | team · (90) |
+    | skill catalog | "skill" | skill · (85) |
+    | task (DelegationTask) | "task" | task · (80) |
+    | repository map | "project", "project_map", "repo_map" | project map · (30) |
+    | project instructions | "project_instructions", "instructions" | project instructions · (75) |
+    | tool output, conversation | "tool_output"/"tool", "conversation" | as named · (0) |
+    | any other layer | (kept as given) | conversation · `_ctx.priority` |
+
+    The name is `_ctx.name` (else the layer). The priority is `_ctx.priority` whenever it is an
+    integer (OpenCollab pins >= 70 whatever the layer: `is_pinned`); a missing or unusable one
+    falls back to the layer's default. A message without `_ctx` is never pinned."""
     if ctx is None:
         return None
     if not isinstance(ctx, dict):

@@ -16,13 +16,14 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 
 from inspector.model import EventKind, Message, RecordedEvent, Request, Segment, Transcript
 from inspector.model.windows import model_window
 from inspector.replay.distance import Gap, distance_text, distances
 from inspector.shaping import Budget, Policy, PolicyError, ShapeResult, TokenMemo, explain, load_policy
 from inspector.shaping.pipeline import recast
-from inspector.shaping.policy import preset_for_format
+from inspector.shaping.policy import pin_reason, preset_for_format
 from inspector.tokens import Estimator, get_estimator
 from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator, Calibration, overhead_message
 from inspector.tokens.harness import (
@@ -406,7 +407,9 @@ class Replay:
             if fold is not None and step > fold.after_request:
                 where += f"; {fold_sentence(self, fold)}"
             return f"{message.id}: not in the ledger at request {step}; {where}"
-        said = f"request {step}: {explain(self.step(step).result, message.id)}"
+        said = (
+            f"request {step}: {explain(self.step(step).result, message.id, partial(pin_reason, self.policy))}"
+        )
         if fold is not None and step == fold.after_request:
             # the last request it was sent with: what the harness did with it next
             said += f"; then {fold_sentence(self, fold)}"

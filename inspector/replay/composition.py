@@ -19,15 +19,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from inspector.model import Message, ReasoningBlock, SourceKind, TextBlock, ToolCallBlock, ToolResultBlock
-from inspector.shaping import Budget, ShapeResult
+from inspector.model import (
+    Message,
+    ReasoningBlock,
+    Role,
+    Source,
+    SourceKind,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+from inspector.shaping import Budget, Policy, ShapeResult
+from inspector.shaping.policy import pin_reason, preset_for_format
 from inspector.tokens.calibration import OVERHEAD_ID
 
 if TYPE_CHECKING:
-    from inspector.replay import Step
+    from inspector.replay import Replay, Step
 
 OVERHEAD = "overhead"
 MEMORY = "memory"
@@ -93,6 +103,19 @@ class Part:
 
 
 @dataclass(frozen=True, slots=True)
+class PinnedRow:
+    """The pinned messages of one source at a request: their tokens, and why they are pinned
+    (`inspector.shaping.policy.pin_reason`, in the harness's terms)."""
+
+    kind: str
+    name: str
+    priority: int
+    count: int
+    tokens: int
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class Composition:
     """The window at one request, part by part (used parts first, then the space parts)."""
 
@@ -104,6 +127,10 @@ class Composition:
     """What the pipeline sends: the sum of the used parts' `sent`."""
     trigger: int
     parts: tuple[Part, ...]
+    overhead_shares: tuple[OverheadShare, ...] = ()
+    """The overhead part split into system prompt and tools (`split_overhead`), each with its basis."""
+    pinned: tuple[PinnedRow, ...] = ()
+    """The pinned sources of the raw ledger, each with why it is pinned in the policy's terms."""
 
     @property
     def scale(self) -> int:
@@ -142,6 +169,27 @@ class Composition:
                     "space": p.space,
                 }
                 for p in self.parts
+            ],
+            "pinned": [
+                {
+                    "kind": x.kind,
+                    "name": x.name,
+                    "priority": x.priority,
+                    "count": x.count,
+                    "tokens": x.tokens,
+                    "why": x.why,
+                }
+                for x in self.pinned
+            ],
+            "overhead_split": [
+                {
+                    "key": x.key,
+                    "label": x.label,
+                    "tokens": x.tokens,
+                    "basis": x.basis,
+                    "estimated": x.estimated,
+                }
+                for x in self.overhead_shares
             ],
         }
 
@@ -296,12 +344,190 @@ def space_parts(context: int, sent: int, budget: Budget) -> list[Part]:
     return parts
 
 
-def composition(step: Step) -> Composition:
+def pinned_rows(ledger: Sequence[tuple[Message, int]], policy: Policy) -> tuple[PinnedRow, ...]:
+    """The pinned sources of a ledger with their weights, heaviest priority first, and why each is
+    pinned under `policy`."""
+    rows: dict[tuple[str, str, int], list[int]] = {}
+    sources: dict[tuple[str, str, int], Source] = {}
+    for m, w in ledger:
+        if not m.pinned:
+            continue
+        name = m.source.name or ("system prompt and tools" if m.id == OVERHEAD_ID else "")
+        key = (m.source.kind.value, name, m.source.priority)
+        rows.setdefault(key, []).append(w)
+        sources.setdefault(key, m.source)
+    out = [
+        PinnedRow(kind, name, prio, len(ws), sum(ws), pin_reason(policy, sources[(kind, name, prio)]))
+        for (kind, name, prio), ws in rows.items()
+    ]
+    out.sort(key=lambda r: (-r.priority, -r.tokens))
+    return tuple(out)
+
+
+def composition(step: Step, policy: Policy | None = None) -> Composition:
     """The composition of a replayed `Step` (`Replay.step(k)`): its ledger with the calibrated
-    weights, and what its pipeline sends."""
+    weights, and what its pipeline sends; the overhead part split by `split_overhead`; the pinned
+    sources with why, under `policy` (None: the preset of the transcript's harness)."""
     weights = step.weights
     ledger = [(m, weights.get(m.id, 0)) for m in step.ledger]
-    return build(step.index, ledger, sent_weights(step.result, weights), step.budget)
+    comp = build(step.index, ledger, sent_weights(step.result, weights), step.budget)
+    tr = step.calibration.transcript
+    shares = split_overhead(tr.format, weights.get(OVERHEAD_ID, 0), tr.messages)
+    pins = pinned_rows(ledger, policy if policy is not None else preset_for_format(tr.format))
+    return replace(comp, overhead_shares=shares, pinned=pins)
+
+
+SYSTEM_PROMPT = "system_prompt"
+TOOLS = "tools"
+UNSPLIT = "system_prompt_and_tools"
+
+CLAUDE_CODE_SYSTEM_PROMPT = 3_200
+"""Claude Code's system prompt, estimated: its `/context` shows "System prompt: 3.2k tokens" in the
+2.1 sample of notes/claude-code-transcripts.md §7.1 (2.2k-3.3k across the versions seen there);
+the transcript holds neither the prompt nor the tool definitions."""
+
+OVERHEAD_LABEL = "fixed overhead: the first request's billed input minus the visible messages"
+
+
+@dataclass(frozen=True, slots=True)
+class OverheadShare:
+    """One share of the fixed overhead: the system prompt, the tools, or both when they cannot be
+    told apart; `basis` says where the figure comes from."""
+
+    key: str
+    label: str
+    tokens: int
+    basis: str
+    estimated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Overhead:
+    """What the harness sends that the transcript does not hold (system prompt, tool definitions),
+    sized from the first request with usage against the visible messages it was made with:
+    `tokens` = `billed` - `visible` (the calibration pins it there, `OVERHEAD_ID`), split into
+    `shares` that add up to it. No request with usage: nothing is known (`request` None, 0 tokens)."""
+
+    request: int | None
+    billed: int | None
+    visible: int
+    tokens: int
+    shares: tuple[OverheadShare, ...]
+    label: str = OVERHEAD_LABEL
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "label": self.label,
+            "request": self.request,
+            "billed": self.billed,
+            "visible": self.visible,
+            "tokens": self.tokens,
+            "shares": [
+                {
+                    "key": x.key,
+                    "label": x.label,
+                    "tokens": x.tokens,
+                    "basis": x.basis,
+                    "estimated": x.estimated,
+                }
+                for x in self.shares
+            ],
+        }
+
+
+def _tools_called(messages: Iterable[Message]) -> tuple[list[str], list[str]]:
+    """(built-in tools, MCP tools) the main chain called, each sorted (`mcp__<server>__<tool>`)."""
+    names = {b.name for m in messages if not m.sidechain for b in m.blocks if isinstance(b, ToolCallBlock)}
+    mcp = sorted(n for n in names if n.startswith("mcp__"))
+    return sorted(names - set(mcp)), mcp
+
+
+def _mcp_servers(mcp: Sequence[str]) -> list[str]:
+    return sorted({n.split("__")[1] for n in mcp if n.count("__") >= 2})
+
+
+def split_overhead(fmt: str, tokens: int, messages: Sequence[Message]) -> tuple[OverheadShare, ...]:
+    """The overhead split into system prompt and tools where the harness's prompt or tool list is
+    known, else one share for both (every share says its basis):
+
+    - Claude Code: the system prompt is estimated (`CLAUDE_CODE_SYSTEM_PROMPT`, its `/context`
+      figure), the tools are the rest: the built-in tools and the MCP tools, of which the ones the
+      session called are named (the file holds no tool list). The rest also holds what Claude
+      Code sends unrecorded (memory files in the system prompt, the environment).
+    - Codex and OpenCollab, when the file holds the system prompt (Codex
+      `session_meta.base_instructions`, OpenCollab's leading system message): it weighs with the
+      visible messages, and the overhead is the tool definitions (exact by construction). A
+      rollout without its base instructions (older Codex, redacted files): one share.
+    - opencode and other formats: neither is stored; one share.
+    """
+    if tokens <= 0:
+        return ()
+    builtin, mcp = _tools_called(messages)
+    called = f"{len(builtin)} built-in tool{'' if len(builtin) == 1 else 's'} called" + (
+        f", {len(mcp)} MCP tool{'' if len(mcp) == 1 else 's'} of {', '.join(_mcp_servers(mcp))}" if mcp else ""
+    )
+    if fmt == "claude-code":
+        prompt = min(tokens, CLAUDE_CODE_SYSTEM_PROMPT)
+        return (
+            OverheadShare(
+                SYSTEM_PROMPT,
+                "system prompt (estimated)",
+                prompt,
+                "estimated: Claude Code's /context shows 3.2k for its system prompt (2.2k-3.3k across versions)",
+                True,
+            ),
+            OverheadShare(
+                TOOLS,
+                "tool definitions (estimated: the rest)",
+                tokens - prompt,
+                f"the overhead minus the system prompt's estimate; tool definitions ({called}) and "
+                "what else Claude Code sends unrecorded (memory files, environment)",
+                True,
+            ),
+        )
+    if fmt == "codex":  # the base instructions (developer messages are additions to them)
+        in_file = any(m.source.name == "base instructions" for m in messages)
+    else:  # OpenCollab: its identity (role prompt) is the leading system message
+        in_file = fmt == "opencollab" and any(m.role is Role.SYSTEM for m in messages)
+    if in_file:
+        return (
+            OverheadShare(
+                SYSTEM_PROMPT,
+                "system prompt (in the transcript)",
+                0,
+                "the transcript holds the system prompt: it weighs with the visible messages",
+                False,
+            ),
+            OverheadShare(
+                TOOLS,
+                "tool definitions",
+                tokens,
+                f"the whole overhead ({called}; and whatever of the prompt the file trims or redacts)",
+                False,
+            ),
+        )
+    return (
+        OverheadShare(
+            UNSPLIT,
+            "system prompt and tools",
+            tokens,
+            f"not split: the transcript holds neither the system prompt nor the tool list ({called})",
+            True,
+        ),
+    )
+
+
+def overhead(replay: Replay) -> Overhead:
+    """The fixed overhead of a replayed transcript, from its first request with usage."""
+    tr = replay.transcript
+    first = next((r for r in tr.requests if r.usage is not None), None)
+    if first is None or first.usage is None:
+        return Overhead(None, None, 0, 0, ())
+    weights = replay.step(first.index).weights
+    tokens = weights.get(OVERHEAD_ID, 0)
+    visible = sum(w for mid, w in weights.items() if mid != OVERHEAD_ID)
+    billed = first.usage.context
+    return Overhead(first.index, billed, visible, tokens, split_overhead(tr.format, tokens, tr.messages))
 
 
 def grid(comp: Composition, side: str, cells: int) -> list[str]:
@@ -326,12 +552,18 @@ def grid(comp: Composition, side: str, cells: int) -> list[str]:
 __all__ = [
     "LABELS",
     "Composition",
+    "Overhead",
+    "OverheadShare",
     "Part",
+    "PinnedRow",
     "build",
     "call_names_of",
     "composition",
     "grid",
     "message_parts",
+    "overhead",
+    "pinned_rows",
     "sent_weights",
     "space_parts",
+    "split_overhead",
 ]

@@ -213,6 +213,7 @@ def render_report(report: Report, *, with_file: bool = True) -> RenderableType:
         parts.append(_distance_lines(report))
     if report.composition:
         parts.append(_composition_table(report.composition))
+        parts.append(_pinned_lines(report.composition))
     if report.compaction:
         parts.append(_compaction_table(report.compaction))
 
@@ -441,6 +442,23 @@ def _composition_table(comp: dict[str, Any]) -> Table:
             style="dim" if part.get("space") else None,
         )
     return table
+
+
+def _pinned_lines(comp: dict[str, Any]) -> RenderableType:
+    """The overhead's split (each share with its basis) and the pinned sources with why each is
+    pinned, in the policy's terms."""
+    lines: list[Text] = []
+    for x in comp.get("overhead_split") or []:
+        lines.append(Text(f"  {one_line(str(x.get('label', '')), 60)}: {x.get('tokens', 0):,} · ", style="dim"))
+        lines[-1].append(one_line(str(x.get("basis", "")), 200), style="dim")
+    for pin in comp.get("pinned") or []:
+        count = int(pin.get("count", 0))
+        name = one_line(str(pin.get("name") or pin.get("kind", "")), 60) + (f" ×{count}" if count > 1 else "")
+        lines.append(
+            Text(f"  ⚑ pinned {name} (priority {pin.get('priority', 0)}): {pin.get('tokens', 0):,} tokens — ")
+        )
+        lines[-1].append(one_line(str(pin.get("why", "")), 200), style="italic")
+    return Group(*lines)
 
 
 def _compaction_table(c: dict[str, Any], most: int = 25) -> RenderableType:

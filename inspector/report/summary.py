@@ -619,7 +619,7 @@ def replay_report(
         from inspector.replay.composition import composition
         from inspector.replay.folded import compaction_at, opened
 
-        report.composition = composition(s).to_dict()
+        report.composition = composition(s, replay.policy).to_dict()
         event = compaction_at(replay, step)
         if event is not None and event.after_request >= 1:
             report.compaction = opened(replay, event).to_dict()

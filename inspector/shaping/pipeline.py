@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from inspector.model import Message
+from inspector.model import Message, Source
 
 from .base import Action, Decision, Layer, LayerResult, Sizer, TokenMemo, memo
 from .budget import Budget
@@ -154,12 +154,13 @@ def _find(result: ShapeResult, message_id: str) -> Message | None:
     return None
 
 
-def explain(result: ShapeResult, message_id: str) -> str:
+def explain(result: ShapeResult, message_id: str, why: Callable[[Source], str] | None = None) -> str:
     """One sentence: which layer changed the message and why, with the numbers; or why it was kept.
 
     "cleared by tool output clear: estimate 171,204 > trigger 167,000; 9th most recent compactable
     result (Read), only 5 kept"; "kept: pinned (task, priority 80)"; "unchanged: no layer fired
     (estimate 40,112 under trigger 167,000)". Several changes are joined with "; then".
+    `why`: says why a pinned source is pinned, in the harness's terms (`policy.pin_reason`).
     """
     message = _find(result, message_id)
     if message is None:
@@ -172,7 +173,8 @@ def explain(result: ShapeResult, message_id: str) -> str:
             f"{d.action.value} by {labels.get(d.layer, d.layer)}: {d.reason}" for d in changes
         )
     if message.pinned:
-        return f"kept: pinned ({pin_label(message.source)})"
+        said = f"kept: pinned ({pin_label(message.source)})"
+        return f"{said}: {why(message.source)}" if why is not None else said
     kept = [d for d in decisions if d.action is Action.KEPT_RECENT]
     if kept:
         return f"kept by {labels.get(kept[-1].layer, kept[-1].layer)}: {kept[-1].reason}"

@@ -21,7 +21,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from inspector.model import Message, Transcript
+from inspector.model import PIN_FLOOR, Message, Source, SourceKind, Transcript
 
 from .auto_compact import AutoCompact
 from .base import Layer
@@ -406,6 +406,114 @@ CODEX = Policy(
   `SUMMARY_PREFIX`;
 - trigger decisions use `last_token_usage.total_tokens` + bytes/4 of what came after it, `>=`.
 """
+
+
+class Protection(Struct, frozen=True):
+    """What a harness protects of one kind of source, and why, in the harness's own terms."""
+
+    kind: SourceKind
+    why: str
+
+
+PROTECTIONS: dict[str, tuple[Protection, ...]] = {
+    "claude-code": (
+        Protection(
+            SourceKind.OVERHEAD, "sent by Claude Code with every request (system prompt and tool definitions)"
+        ),
+        Protection(
+            SourceKind.PROJECT_INSTRUCTIONS,
+            "re-attached by Claude Code after compaction (memory files: CLAUDE.md, user and project memory)",
+        ),
+        Protection(
+            SourceKind.SKILL,
+            "re-attached by Claude Code after compaction (invoked skills, up to 5,000 tokens each, 25,000 in all)",
+        ),
+    ),
+    "codex": (
+        Protection(
+            SourceKind.IDENTITY,
+            "re-injected by Codex after compaction (initial context: base and developer instructions, environment)",
+        ),
+        Protection(
+            SourceKind.PROJECT_INSTRUCTIONS,
+            "re-injected by Codex after compaction (initial context: AGENTS.md)",
+        ),
+        Protection(
+            SourceKind.SKILL, "re-injected by Codex after compaction (initial context: skills instructions)"
+        ),
+        Protection(SourceKind.OVERHEAD, "sent by Codex with every request (tool definitions)"),
+    ),
+    "opencode": (
+        Protection(SourceKind.IDENTITY, "sent by opencode with every request (its system parts)"),
+        Protection(
+            SourceKind.OVERHEAD, "sent by opencode with every request (system prompt and tool definitions)"
+        ),
+        Protection(SourceKind.SKILL, "opencode: prune never clears `skill` output (PRUNE_PROTECTED_TOOLS)"),
+    ),
+}
+"""Harness (a policy's `rules`) -> the sources it protects, and why (notes/claude-code-transcripts.md
+§4.1 "What survives compaction"; notes/opencode-codex.md §A3, §B3 step 4). A policy without
+harness rules is OpenCollab's: it pins priority >= 70 whatever the kind (notes/opencollab.md §2,
+`PIN_FLOOR`)."""
+
+ALSO_RESTORED: dict[str, str] = {
+    "claude-code": (
+        "Claude Code also re-attaches after a compaction what the transcript does not mark: the plan, "
+        "the todo list and up to 5 recently read files (5,000 tokens each, 50,000 in all)"
+    ),
+    "codex": "Codex also keeps the most recent user messages, newest first, up to 20,000 tokens",
+    "opencode": "opencode also keeps a tail of the latest turns (at most 2, within 2,000-15,000 tokens)",
+}
+"""Harness -> what it keeps through a compaction beyond the sources it protects (one sentence)."""
+
+HARNESS_TITLES = {"claude-code": "Claude Code", "codex": "Codex", "opencode": "opencode"}
+"""Harness (a policy's `rules`) -> its name in sentences."""
+
+
+def harness_of(policy: Policy | str) -> str | None:
+    """The harness whose protections a policy follows (claude-code, codex, opencode), or None
+    for OpenCollab's (its own presets, and every policy without harness rules). A preset's name
+    is read as that preset."""
+    if isinstance(policy, str):
+        key = PRESET_ALIASES.get(normalize_name(policy), normalize_name(policy))
+        found = PRESETS.get(key)
+        if found is None:
+            return None
+        policy = found
+    return policy.rules if policy.rules in PROTECTIONS else None
+
+
+def pin_reason(policy: Policy | str, source: Source) -> str:
+    """Why a pinned source is pinned, in the harness's terms: "re-attached by Claude Code after
+    compaction (...)", "OpenCollab: priority 80 >= 70". A pinned source the harness itself does
+    not protect says so (the inspector pins priority >= 70 for every policy: what it keeps, it
+    keeps whole). A source under the floor: "not pinned"."""
+    if not source.pinned:
+        return f"not pinned: priority {source.priority} < {PIN_FLOOR}"
+    harness = harness_of(policy)
+    if harness is None:
+        return f"OpenCollab: priority {source.priority} ≥ {PIN_FLOOR}"
+    for p in PROTECTIONS[harness]:
+        if p.kind is source.kind:
+            return p.why
+    title = HARNESS_TITLES[harness]
+    if source.kind is SourceKind.TASK:
+        return (
+            f"priority {source.priority} ≥ {PIN_FLOOR} (the inspector's floor): {title} keeps the task "
+            "only as its summary and recent messages carry it"
+        )
+    return f"priority {source.priority} ≥ {PIN_FLOOR} (the inspector's floor): {title} does not protect it"
+
+
+def protections(policy: Policy | str) -> list[str]:
+    """What a policy's harness protects, one sentence each (the last: what else it keeps)."""
+    harness = harness_of(policy)
+    if harness is None:
+        return [f"OpenCollab pins every source of priority ≥ {PIN_FLOOR} (identity, team, skills, task)"]
+    out = [f"{p.kind.value.replace('_', ' ')}: {p.why}" for p in PROTECTIONS[harness]]
+    out.append(ALSO_RESTORED[harness])
+    return out
+
 
 PRESETS: dict[str, Policy] = {}
 """Normalized name -> preset. Harness presets (claude-code, opencode, codex) register here."""

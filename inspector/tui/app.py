@@ -197,6 +197,7 @@ def step_view(
         index=step.index,
         total=len(replay),
         policy=replay.policy.name,
+        pin_policy=replay.policy,
         window=replay.window,
         window_source=replay.window_source,
         ledger=step.ledger,

@@ -27,6 +27,7 @@ from inspector.model import (
     ReasoningBlock,
     RecordedEvent,
     Role,
+    Source,
     SourceKind,
     TextBlock,
     ToolCallBlock,
@@ -35,8 +36,9 @@ from inspector.model import (
 )
 from inspector.replay.folded import OpenedCompaction
 from inspector.report.sanitize import one_line, visible
-from inspector.shaping import Action, Decision, LayerResult, ShapeResult, explain
+from inspector.shaping import Action, Decision, LayerResult, Policy, ShapeResult, explain
 from inspector.shaping.budget import parse_window
+from inspector.shaping.policy import pin_reason
 from inspector.tokens.calibration import OVERHEAD_ID
 
 SIMULATED_COMPACTION_LAYERS = frozenset({"old_history_snip", "auto_compact"})
@@ -253,6 +255,8 @@ class PinnedSource:
     weight: int
     share: float
     """Fraction of the request's calibrated context."""
+    why: str = ""
+    """Why it is pinned, in the harness's terms (`inspector.shaping.policy.pin_reason`)."""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -372,17 +376,28 @@ def column_header(layer: LayerResult, short: bool = False) -> str:
 
 
 def _pinned_sources(
-    ledger: Sequence[Message], weights: dict[str, int], context: int
+    ledger: Sequence[Message], weights: dict[str, int], context: int, policy: Policy | str = ""
 ) -> tuple[PinnedSource, ...]:
     groups: dict[tuple[str, str, int], list[int]] = {}
+    whys: dict[tuple[str, str, int], str] = {}
     for m in ledger:
         if not m.pinned:
             continue
         name = visible(m.source.name, newlines=False) or ("prompt overhead" if m.id == OVERHEAD_ID else "")
         key = (m.source.kind.value, name, m.source.priority)
         groups.setdefault(key, []).append(weights.get(m.id, 0))
+        if key not in whys:
+            whys[key] = visible(pin_reason(policy, m.source), newlines=False)
     out = [
-        PinnedSource(kind, name, prio, len(ws), sum(ws), (sum(ws) / context) if context else 0.0)
+        PinnedSource(
+            kind,
+            name,
+            prio,
+            len(ws),
+            sum(ws),
+            (sum(ws) / context) if context else 0.0,
+            whys[(kind, name, prio)],
+        )
         for (kind, name, prio), ws in groups.items()
     ]
     out.sort(key=lambda p: (-p.priority, -p.weight))
@@ -461,6 +476,7 @@ def build_step_view(
     window: int | None,
     window_source: str,
     ledger: Sequence[Message],
+    pin_policy: Policy | None = None,
     weights: dict[str, int],
     layers: Sequence[LayerResult],
     context: int,
@@ -565,7 +581,7 @@ def build_step_view(
         columns=tuple(columns),
         max_weight=max(row_weights, default=0),
         call_names=call_names,
-        pinned=_pinned_sources(ledger, weights, context),
+        pinned=_pinned_sources(ledger, weights, context, pin_policy if pin_policy is not None else policy),
         row_of=row_of,
         compaction_before=compaction,
         cleared_before=cleared,
@@ -676,7 +692,13 @@ def explanation(view: StepView, row: int) -> str:
         return f"request {view.index}: inserted by the pipeline (not in the ledger){reason}"
     if view.result is None:
         return ""
-    return f"request {view.index}: {explain(view.result, message.id)}"
+    whys = {(p.kind, p.name, p.priority): p.why for p in view.pinned}
+
+    def why(src: Source) -> str:
+        key = (src.kind.value, visible(src.name, newlines=False), src.priority)
+        return whys.get(key) or visible(pin_reason(view.policy, src), newlines=False)
+
+    return f"request {view.index}: {explain(view.result, message.id, why)}"
 
 
 def build_detail(view: StepView, row: int, transcript: Transcript) -> Detail | None:

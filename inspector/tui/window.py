@@ -100,6 +100,10 @@ def composition_text(comp: Composition, style_of: dict[str, Style], columns: int
             style_of.get("changed", Style(bold=True)) if changed else Style(),
         )
         out.append("\n")
+        if part.key == "overhead":  # its split, each share with where its figure comes from
+            for x in comp.overhead_shares:
+                line = _v(f"{x.label}: {tokens(x.tokens)} · {x.basis}")  # (MCP names: the transcript's)
+                out.append(f"    {line}\n", style_of.get("dim", Style(dim=True)))
     out.append(f"  {'used':<{width}} {tokens(comp.context):>9} {comp.share(comp.context):>6.1%}")
     out.append(f"   {tokens(comp.sent):>9} {comp.share(comp.sent):>6.1%}\n", Style(bold=True))
     return out

@@ -28,7 +28,8 @@ STATE_STYLE = {
 
 
 def pinned_text(sources: tuple[PinnedSource, ...], context: int, width: int) -> Text:
-    """One line per pinned source: priority, name, weight and share of the context."""
+    """One line per pinned source: priority, name, weight and share of the context; under it,
+    why it is pinned in the harness's terms."""
     out = Text(no_wrap=True, overflow="ellipsis")
     if not sources:
         out.append("no pinned source at this request", "italic")
@@ -56,13 +57,18 @@ def pinned_text(sources: tuple[PinnedSource, ...], context: int, width: int) -> 
         out.append(extra, "dim")
         out.append(" " * max(0, room - len(shown) - len(extra)))
         out.append(f" {tokens(s.weight):>{weight_width}} {s.share:>5.1%}")
+        if s.why:
+            # why it is pinned, in the harness's terms, under its line
+            why = s.why if len(s.why) <= width - 2 else s.why[: max(1, width - 3)] + "…"
+            out.append("\n  " + why, "dim italic")
         if i < len(sources) - 1:
             out.append("\n")
     return out
 
 
 class PinnedSources(Widget):
-    """Pinned sources (priority >= 70) at the current request (laid out for the pane's width)."""
+    """Pinned sources (priority >= 70) at the current request, each with why it is pinned (laid out
+    for the pane's width)."""
 
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
@@ -71,12 +77,12 @@ class PinnedSources(Widget):
 
     def show(self, sources: tuple[PinnedSource, ...], context: int) -> None:
         # a new height (another number of sources) moves what is below: only then a new layout
-        resized = len(sources) != len(self.sources)
+        resized = [bool(s.why) for s in sources] != [bool(s.why) for s in self.sources]
         self.sources, self.context = sources, context
         self.refresh(layout=resized)
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return 1 + max(1, len(self.sources))
+        return 1 + max(1, sum(2 if s.why else 1 for s in self.sources))
 
     def render(self) -> Text:
         return pinned_text(self.sources, self.context, max(20, self.content_region.width))
