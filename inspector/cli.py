@@ -18,10 +18,10 @@ from inspector import __version__
 from inspector.formats import LoaderError, Progress, load
 from inspector.model import Message, ToolCallBlock, Transcript
 from inspector.model.bulk import hold_for_good
+from inspector.model.sanitize import json_text, visible
 from inspector.model.windows import model_window
 from inspector.replay import Replay, ReplayError, resolve_window
 from inspector.report.progress import progress_for
-from inspector.report.sanitize import json_text, visible
 from inspector.report.summary import attach_cost, plural, window_problem
 from inspector.settings import SettingsError
 from inspector.shaping import Policy, PolicyError, load_policy

@@ -38,10 +38,10 @@ from inspector.findings import Finding, find_all
 from inspector.live import Follower, SessionInfo
 from inspector.model import RecordedEvent, Transcript
 from inspector.model.bulk import hold_loaded
+from inspector.model.cost import money_at
+from inspector.model.sanitize import one_line
 from inspector.replay import Replay, ReplayError, Step
 from inspector.replay.folded import OpenedCompaction, compaction_at, opened
-from inspector.report.cost import money_at
-from inspector.report.sanitize import one_line
 from inspector.scenarios import Tour
 from inspector.scenarios import tour as scenario_tour
 from inspector.shaping import PRESETS, Policy, PolicyError
