@@ -67,7 +67,7 @@ def test_loading_a_claude_code_session_imports_no_other_reader() -> None:
 # -- one-way packages ------------------------------------------------------------------------------
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"<root>", "door"}),
+    frozenset({"<root>", "door", "harnesses"}),
     frozenset({"model", "settings"}),
     frozenset({"formats"}),
     frozenset({"tokens", "live"}),
@@ -82,9 +82,9 @@ LAYERS: tuple[frozenset[str], ...] = (
 )
 """The packages of `inspector` (and its top-level modules), lowest first: each may import only
 from its own layer's packages or from layers below (DESIGN.md §1: bytes -> records -> ledger ->
-views -> widgets). `door` (the pydantic error line) and `settings` sit under everything that reads
-a user's file; the app reads tours from
-`scenarios`; the command line opens the app."""
+views -> widgets). `harnesses` (the registry, importing nothing of the package) is under all;
+`door` (the pydantic error line) and `settings` sit under everything that reads a user's file;
+the app reads tours from `scenarios`; the command line opens the app."""
 
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("model", "shaping"): "model/windows.py asks the models table, which lives in shaping/rules.py "

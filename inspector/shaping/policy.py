@@ -21,7 +21,9 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
+from inspector.harnesses import HARNESSES
 from inspector.model import Message, Transcript
+from inspector.tokens.harness import ESTIMATORS
 
 from .auto_compact import AutoCompact
 from .base import Layer
@@ -84,7 +86,7 @@ SUMMARIZING_LAYERS = frozenset({"auto_compact", "full_compact", "opencode_compac
 
 SUMMARIZER_NAMES = ("extractive", "recorded", "model")
 
-TRIGGER_ESTIMATORS = ("heuristic", "claude_code", "claude_code_usage", "opencode", "codex")
+TRIGGER_ESTIMATORS = tuple(ESTIMATORS)
 """The harness estimators a policy may name for its trigger decisions (`inspector.tokens.harness`)."""
 
 
@@ -423,19 +425,13 @@ def register_preset(policy: Policy, aliases: Iterable[str] = ()) -> None:
 
 register_preset(OPENCOLLAB, aliases=("default",))
 register_preset(NO_HISTORY_COMPACTION)
-register_preset(CLAUDE_CODE, aliases=("claude",))
+register_preset(CLAUDE_CODE, aliases=HARNESSES["claude-code"].aliases)
 register_preset(OPENCODE)
 register_preset(CODEX)
 
-PRESET_FOR_FORMAT: dict[str, str] = {
-    "claude-code": "claude-code",
-    "codex": "codex",
-    "opencode": "opencode",
-    "opencollab": "opencollab",
-    "generic": "opencollab",
-}
-"""`Transcript.format` -> the preset of the harness that wrote it (the replay's default policy).
-Formats not listed (and generic chat transcripts) get opencollab."""
+PRESET_FOR_FORMAT: dict[str, str] = {h.format: h.preset for h in HARNESSES.values()}
+"""`Transcript.format` -> the preset of the harness that wrote it (`Harness.preset`: the replay's
+default policy). Formats not listed get opencollab."""
 
 
 def preset_for_format(transcript_format: str | None) -> Policy:

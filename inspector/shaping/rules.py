@@ -52,6 +52,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
 
+from inspector.harnesses import HARNESSES, HarnessId
+
 if TYPE_CHECKING:
     from inspector.model import Transcript
 
@@ -190,8 +192,9 @@ def _upper(last: str) -> Version:
 
 # -- the rules -------------------------------------------------------------------------------------
 
-Harness = Literal["claude-code", "codex", "opencode"]
-HARNESS_NAMES: dict[str, str] = {"claude-code": "Claude Code", "codex": "Codex", "opencode": "opencode"}
+Harness = HarnessId
+HARNESS_NAMES: dict[str, str] = {h.id: h.label for h in HARNESSES.values() if h.rules}
+"""The harnesses with rules by version (`Harness.rules`) -> their labels."""
 CLAUDE_BUFFER = 13_000
 """Claude Code `AUTOCOMPACT_BUFFER_TOKENS` (2.1.88 autoCompact.ts:62; #12004 `nx1 = 13000`; the
 2.1.19 binary `jbA=13000`)."""
@@ -650,7 +653,7 @@ def resolve(
 
 # -- the version a transcript records --------------------------------------------------------------
 
-FORMAT_HARNESS: dict[str, Harness] = {"claude-code": "claude-code", "codex": "codex", "opencode": "opencode"}
+FORMAT_HARNESS: dict[str, Harness] = {h.format: h.id for h in HARNESSES.values() if h.rules}
 """`Transcript.format` -> the harness whose rules apply to the version it records."""
 
 
