@@ -28,7 +28,7 @@ def test_every_harness_has_a_reader_a_label_a_preset_and_discovery() -> None:
         reader = resolve(h.reader)()
         assert reader.format == h.format and callable(reader.sniff) and callable(reader.load), h.id
         assert h.label and h.label.strip() == h.label
-        assert load_policy(h.preset).name == h.preset or h.preset == "opencollab", h.id
+        assert load_policy(h.preset).name == h.preset, h.id
         assert preset_for_format(h.format).name == load_policy(h.preset).name
         assert h.estimator in ESTIMATORS, h.id
         assert bool(rules_of(h.id)) == h.rules, h.id
