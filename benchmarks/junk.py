@@ -54,7 +54,7 @@ def bench_junk(lines: int = LINES) -> list[Figure]:
     """Peak RSS of `report --json` on `lines` junk lines, against the same session without them."""
     path, clean = junk_session(lines)
     # once first, unmeasured: the first report of a model may import the price library to fill
-    # the price cache (`report.cost`); both measured runs then find the cache as the other did
+    # the price cache (`model.cost`); both measured runs then find the cache as the other did
     run_child([PY, "-m", "inspector", "report", "--json", "--no-cache", str(clean)], stdout=None)
     run = run_child([PY, "-m", "inspector", "report", "--json", "--no-cache", str(path)], stdout=None)
     floor = run_child([PY, "-m", "inspector", "report", "--json", "--no-cache", str(clean)], stdout=None)

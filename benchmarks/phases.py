@@ -13,8 +13,8 @@ import time
 def main(argv: list[str]) -> int:
     t0 = time.perf_counter()
     from inspector.formats import load
+    from inspector.model.sanitize import json_text
     from inspector.replay import Replay
-    from inspector.report.sanitize import json_text
     from inspector.report.summary import replay_report
 
     t1 = time.perf_counter()

@@ -12,16 +12,18 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from inspector import __version__
 from inspector.formats import LoaderError, Progress, load
 from inspector.model import Message, ToolCallBlock, Transcript
 from inspector.model.bulk import hold_for_good
+from inspector.model.sanitize import json_text, visible
 from inspector.model.windows import model_window
-from inspector.replay import Replay, ReplayError, resolve_window
+from inspector.replay import Replay, ReplayError
+from inspector.replay.settings import CHECKED_WINDOW, DEFAULT_ESTIMATOR, RunSettings, WindowSource
 from inspector.report.progress import progress_for
-from inspector.report.sanitize import json_text, visible
 from inspector.report.summary import attach_cost, plural, window_problem
 from inspector.settings import SettingsError
 from inspector.shaping import Policy, PolicyError, load_policy
@@ -80,11 +82,29 @@ def _add_shaping_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _replay(transcript: Transcript, args: argparse.Namespace) -> Replay:
-    """The transcript's replay under --policy, with the window --window or --model gives."""
-    window, source = _window(transcript, args)
-    replay = Replay.open(transcript, policy=args.policy, window=window, window_source=source)
-    _check_window(replay.policy, replay.window if window is not None else None)
+def _settings(args: argparse.Namespace) -> RunSettings:
+    """The run's settings, as the command line gives them (each command takes some of them)."""
+    estimator = getattr(args, "estimator", None)
+    if estimator is None and hasattr(args, "estimator"):  # calibrate: the settings file's default
+        from inspector.settings import current
+
+        estimator = current().estimator
+    return RunSettings(
+        policy=getattr(args, "policy", None),
+        window=getattr(args, "window", None),
+        model=getattr(args, "model", None),
+        step=getattr(args, "step", None),
+        follow=getattr(args, "follow", None),
+        session=getattr(args, "session", None),
+        estimator=estimator or DEFAULT_ESTIMATOR,
+    )
+
+
+def _replay(transcript: Transcript, settings: RunSettings) -> Replay:
+    """The transcript's replay under the run's policy, with the window --window or --model gives."""
+    replay = Replay.from_settings(transcript, settings)
+    if replay.window_source in CHECKED_WINDOW:
+        _check_window(replay.policy, replay.window)
     return replay
 
 
@@ -95,28 +115,16 @@ def _check_window(policy: Policy, window: int | None) -> None:
         raise UserError(problem)
 
 
-def _check_options(args: argparse.Namespace) -> Policy | None:
+def _check_options(settings: RunSettings) -> Policy | None:
     """What can be checked before a transcript is read: the policy named (a preset, a file), the
     window given against it, a model whose window must be known. The policy, when named."""
-    policy = load_policy(args.policy) if getattr(args, "policy", None) else None
-    if policy is not None and getattr(args, "window", None) is not None:
-        _check_window(policy, args.window)
-    model = getattr(args, "model", None)
-    if model is not None and getattr(args, "window", None) is None and model_window(model) is None:
+    policy = load_policy(settings.policy) if isinstance(settings.policy, str) and settings.policy else None
+    if policy is not None and settings.window is not None:
+        _check_window(policy, settings.window)
+    model = settings.model
+    if model is not None and settings.window is None and model_window(model) is None:
         raise UserError(f"the window of model {model!r} is not known: give --window TOKENS")
     return policy
-
-
-def _window(transcript: Transcript, args: argparse.Namespace) -> tuple[int | None, str]:
-    """The window to shape against and where it came from: --window; else the window of --model
-    (`resolve_window`: unless the transcript states one); else None, and the replay reads it from
-    the transcript or the model it names."""
-    if args.window is not None or args.model is None:
-        return args.window, "--window"
-    if model_window(args.model) is None:
-        raise UserError(f"the window of model {args.model!r} is not known: give --window TOKENS")
-    window, source = resolve_window(transcript, None, model=args.model)
-    return (window, source) if source == "--model" else (None, "--window")
 
 
 SESSION_HELP = (
@@ -313,12 +321,13 @@ _cache_on = True
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    _check_options(args)
-    transcript = _load(args.path, args.session)
-    replay = _replay(transcript, args)
+    settings = _settings(args)
+    _check_options(settings)
+    transcript = _load(args.path, settings.session)
+    replay = _replay(transcript, settings)
     from inspector.report.summary import replay_report
 
-    report = attach_cost(replay_report(replay, step=args.step, compare_with=args.compare), transcript)
+    report = attach_cost(replay_report(replay, step=settings.step, compare_with=args.compare), transcript)
     if args.cache:
         from inspector.replay.cache import cache_cost, cache_money
 
@@ -340,16 +349,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    _check_options(args)
-    transcript = _load(args.path, args.session)
-    replay = _replay(transcript, args)
+    settings = _settings(args)
+    _check_options(settings)
+    transcript = _load(args.path, settings.session)
+    replay = _replay(transcript, settings)
     found = _find_message(replay, args.message)
-    answer = replay.explain(found.message.id, step=args.step)
+    answer = replay.explain(found.message.id, step=settings.step)
     if args.json:
         import json
 
         holding = replay.requests_holding(found.message.id)
-        step = args.step if args.step is not None else (holding[-1] if holding else None)
+        step = settings.step if settings.step is not None else (holding[-1] if holding else None)
         origin = found.message.origin
         data = {
             "message_id": found.message.id,
@@ -513,11 +523,9 @@ def _cmd_tour(args: argparse.Namespace) -> int:
 
     run_app(
         transcript,
-        policy=info.policy,
-        window=info.window,
+        settings=RunSettings(policy=info.policy, window=info.window, window_source=WindowSource.SAMPLE),
         start="first",
         tour=info.name,
-        window_source="sample",
     )
     return 0
 
@@ -528,14 +536,15 @@ def _cmd_open(args: argparse.Namespace) -> int:
     A PATH that changed in the last minute is followed unless --no-follow; a sample only with
     --follow.
     """
-    named_policy = _check_options(args)  # a wrong policy, window or model: one line, before any screen
+    settings = _settings(args)
+    named_policy = _check_options(settings)  # a wrong policy, window or model: one line, before any screen
     if args.path is not None and not os.path.exists(args.path):
         raise UserError(f"no such file or folder: {args.path}")
     if args.path is not None:
         from inspector.formats.detect import choose
 
         try:
-            choose(args.path, args.session)  # not a transcript, no such session: one line, first
+            choose(args.path, settings.session)  # not a transcript, no such session: one line, first
         except LoaderError as exc:
             raise UserError(str(exc)) from None
     if args.sample is not None:
@@ -544,44 +553,40 @@ def _cmd_open(args: argparse.Namespace) -> int:
         _require_terminal(str(SAMPLES_DIR / _sample(args.sample).file))
     else:
         _require_terminal(args.path)
-    policy, window = args.policy, args.window
-    window_source = "--window"
-    follow: bool | None = args.follow
     if args.sample is not None:
         from inspector.samples import SAMPLES_DIR
 
         info = _sample(args.sample)
         path = str(SAMPLES_DIR / info.file)
-        policy = policy or info.policy
-        if window is None and info.window is not None:
-            window, window_source = info.window, "sample"
-        follow = bool(follow)
+        settings = replace(settings, policy=settings.policy or info.policy, follow=bool(settings.follow))
+        if settings.window is None and settings.model is None and info.window is not None:
+            # the sample's own window (--model, where it gives one, goes over it)
+            settings = replace(settings, window=info.window, window_source=WindowSource.SAMPLE)
     elif args.path is not None:
         path = args.path
     else:
-        if follow:
+        if settings.follow:
             raise UserError("--follow needs a transcript PATH (the picker follows live sessions by itself)")
-        if args.model is not None:
+        if settings.model is not None:
             raise UserError("--model needs a transcript PATH (or --sample)")
-        if args.session is not None:
+        if settings.session is not None:
             raise UserError("--session needs a PATH that holds several sessions (the picker lists each one)")
         from inspector.tui import run_app
 
-        run_app(None, policy=policy, window=window)
+        run_app(None, settings=settings)
         return 0
     from inspector.tui.live import open_transcript, recently_modified
 
-    target, session_id, harness = path, args.session, None
-    if args.session is not None or os.path.isdir(path):
+    target, session_id, harness = path, settings.session, None
+    if settings.session is not None or os.path.isdir(path):
         from inspector.formats.detect import choose
 
         with _reading(path):
-            choice = choose(path, args.session)  # an unknown --session: one line, before any reading
+            choice = choose(path, settings.session)  # an unknown --session: one line, before any reading
         target, session_id, harness = str(choice.path), choice.session_id, choice.format
-    if follow is None:
-        follow = recently_modified(target)
+    follow = recently_modified(target) if settings.follow is None else settings.follow
     if not follow:
-        transcript, follower = _load(path, args.session), None
+        transcript, follower = _load(path, settings.session), None
     else:
         with _reading(path) as progress:
             opened = open_transcript(
@@ -592,16 +597,14 @@ def _cmd_open(args: argparse.Namespace) -> int:
             from inspector.formats.detect import check_named
 
             with _reading(path):
-                check_named(transcript, args.session, path)
-    if args.window is None and args.model is not None:
-        window, window_source = _window(transcript, args)  # (over a sample's own window)
-    if window is not None and window_source != "sample":
-        from inspector.replay import _policy
-
-        _check_window(named_policy or _policy(policy, transcript), window)
+                check_named(transcript, settings.session, path)
+    settings = replace(settings.pinned(transcript), follow=follow)  # --model's window, kept as it grows
+    if settings.checked_window:
+        assert settings.window is not None
+        _check_window(named_policy or settings.policy_for(transcript), settings.window)
     from inspector.tui import run_app
 
-    run_app(transcript, policy=policy, window=window, follower=follower, window_source=window_source)
+    run_app(transcript, settings=settings, follower=follower)
     return 0
 
 
@@ -628,13 +631,13 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from inspector.report.render import print_accuracy, print_corpus_accuracy
     from inspector.tokens.accuracy import AccuracyReport, accuracy, corpus_report, row_of
 
+    settings = _settings(args)
+
     def measured(path: str) -> AccuracyReport:
-        transcript = _load(path, args.session)
+        transcript = _load(path, settings.session)
         if not any(r.usage for r in transcript.requests):
             raise UserError(f"{path} records no token usage: there is nothing to calibrate against")
-        from inspector.settings import current
-
-        result = accuracy(transcript, args.estimator or current().estimator)
+        result = accuracy(transcript, settings.estimator)
         if not result.requests:
             reported = sum(1 for r in transcript.requests if r.usage)
             raise UserError(
@@ -662,10 +665,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 def _cmd_findings(args: argparse.Namespace) -> int:
     """Exit 0 when nothing of severity "error" was found, 1 otherwise (for scripts and CI)."""
-    _check_options(args)
+    settings = _settings(args)
+    _check_options(settings)
     from inspector.findings import UnknownCheckError, exit_code, find_all, findings_json, findings_text
 
-    replay = _replay(_load(args.path, args.session), args)
+    replay = _replay(_load(args.path, settings.session), settings)
     try:
         found = find_all(replay, args.check)
     except UnknownCheckError as exc:
@@ -680,18 +684,19 @@ def _cmd_findings(args: argparse.Namespace) -> int:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    _check_options(args)
+    settings = _settings(args)
+    _check_options(settings)
     from pathlib import Path
 
     from inspector.report.export import ExportError, export, output_clash
 
-    transcript = _load(args.path, args.session)
+    transcript = _load(args.path, settings.session)
     clash = output_clash(args.output, args.path, transcript) if args.output is not None else None
     if clash is not None:
         raise UserError(f"refusing to write the export: {clash}")
-    replay = _replay(transcript, args)
+    replay = _replay(transcript, settings)
     try:
-        text = export(replay, args.format, step=args.step, redact=args.redact)
+        text = export(replay, args.format, step=settings.step, redact=args.redact)
     except ExportError as exc:
         raise UserError(str(exc)) from None
     if args.output is None:
@@ -722,7 +727,7 @@ def _cmd_sessions(args: argparse.Namespace) -> int:
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     """The app in a browser (`inspector.tui.serve`), with the options checked here first."""
-    _check_options(args)
+    _check_options(_settings(args))
     if args.path is not None and not os.path.exists(args.path):
         raise UserError(f"no such file or folder: {args.path}")
     if args.port > 65535:

@@ -69,7 +69,7 @@ def _app_output_is_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True, scope="session")
 def _price_cache_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The prices looked up (`inspector.report.cost`) are kept in a folder of the test run, never in
+    """The prices looked up (`inspector.model.cost`) are kept in a folder of the test run, never in
     the user's cache folder; processes the tests start inherit it."""
     import os
 

@@ -67,7 +67,7 @@ def test_loading_a_claude_code_session_imports_no_other_reader() -> None:
 # -- one-way packages ------------------------------------------------------------------------------
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"<root>", "door", "samples"}),
+    frozenset({"<root>", "door", "harnesses", "samples"}),
     frozenset({"model", "settings"}),
     frozenset({"formats"}),
     frozenset({"tokens", "live"}),
@@ -82,9 +82,10 @@ LAYERS: tuple[frozenset[str], ...] = (
 )
 """The packages of `inspector` (and its top-level modules), lowest first: each may import only
 from its own layer's packages or from layers below (DESIGN.md §1: bytes -> records -> ledger ->
-views -> widgets). `samples` (the bundled sessions: data only), `door` (the pydantic error line)
-and `settings` sit under everything that reads a user's file; `findings` writes its text with the report's sanitizer; the app reads tours from
-`scenarios`; the command line opens the app."""
+views -> widgets). `harnesses` (the registry, importing nothing of the package) and `samples` (the
+bundled sessions: data only) are under all; `door` (the pydantic error line) and `settings` sit
+under everything that reads a user's file; the app reads tours from `scenarios`; the command line
+opens the app."""
 
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
     ("model", "shaping"): "model/windows.py asks the models table, which lives in shaping/rules.py "
@@ -92,10 +93,6 @@ KNOWN_UPWARD: dict[tuple[str, str], str] = {
     "harness registry (issue 28, item 3), not here",
     ("tokens", "shaping"): "tokens/harness.py reads the harness rules by version (shaping/rules.py: "
     "rule_for, recorded_version, FORMAT_HARNESS) for the estimator of a version; same table, same move",
-    ("replay", "report"): "replay/folded.py makes a folded message's text visible with the one "
-    "sanitizer (report/sanitize.py, which imports nothing of the package) and replay/cache.py prices "
-    "the re-billed tokens (report/cost.py, the same); both modules belong below replay and move there "
-    "with the house's next step (issue 28), the report/replay cycle itself stays cut",
 }
 """Imports that go up, each with why it is still there. A cycle through one of them is not counted."""
 
@@ -243,8 +240,8 @@ def test_the_checks_catch_a_cycle_and_an_upward_import(tmp_path: Path) -> None:
 
 def test_report_and_replay_are_untangled() -> None:
     """The replay knows nothing of the report (it resolves the window; the report builds itself):
-    of `report` it uses only the two modules that import nothing of the package and belong below
-    it (the sanitizer and the prices: `KNOWN_UPWARD`)."""
+    the sanitizer and the prices it uses live below it (`inspector/model/sanitize.py`,
+    `inspector/model/cost.py`)."""
     import ast
 
     graph = package_graph()
@@ -254,4 +251,4 @@ def test_report_and_replay_are_untangled() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("inspector.report"):
                 used.add(node.module or "")
-    assert used <= {"inspector.report.sanitize", "inspector.report.cost"}, used
+    assert used <= {"inspector.model.sanitize", "inspector.model.cost"}, used

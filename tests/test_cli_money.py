@@ -347,7 +347,7 @@ def test_prices_once_looked_up_spare_the_library_import(tmp_path: Path) -> None:
 
 
 def test_the_gauge_says_the_cost_of_the_request() -> None:
-    from inspector.report.cost import money_at
+    from inspector.model.cost import money_at
 
     transcript = load(str(corpus_file("claude-code/applabnl-a9185eb7.jsonl")))
     text = money_at(transcript, 1)

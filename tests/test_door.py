@@ -141,7 +141,7 @@ def _modules_after_report(*extra: str, env: dict[str, str] | None = None) -> tup
 
 
 def test_report_json_never_imports_pydantic_without_a_policy_file(tmp_path: Path) -> None:
-    # the first report of a model fills the price cache (`report.cost`), importing genai-prices,
+    # the first report of a model fills the price cache (`model.cost`), importing genai-prices,
     # which is built on pydantic; from then on the prices are read from the cache: what is checked
     # here is what the door imports
     _modules_after_report()

@@ -18,10 +18,10 @@ import pytest
 from rich.console import Console
 
 from inspector.formats import load
+from inspector.model.sanitize import json_safe, one_line, visible
 from inspector.replay import Replay
 from inspector.report.export import export, md
 from inspector.report.render import print_report
-from inspector.report.sanitize import json_safe, one_line, visible
 from inspector.report.summary import replay_report
 
 from .test_hardening_inputs import SESSION, cc_assistant, cc_user, jsonl

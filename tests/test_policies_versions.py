@@ -7,6 +7,7 @@ import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from msgspec.structs import replace
@@ -465,3 +466,49 @@ def test_an_opencode_rule_that_compares_strictly_is_simulated_so() -> None:
     assert not resolve("opencode", "0.4.0", 200_000).rule.at_or_above
     assert OPENCODE.budget(200_000, version="0.4.0").at_or_above is False
     assert OPENCODE.budget(200_000).at_or_above is True
+
+
+# -- the reader records the version ----------------------------------------------------------------
+
+
+def test_each_reader_records_the_version_and_nothing_reads_the_file_again(tmp_path: Path) -> None:
+    """`recorded_version` is the reader's `Transcript.harness_version`: with the file gone after the
+    load, the version is still the one the file held (the rules no longer re-read the transcript)."""
+    from tests.opencode_sessions import ORIGINAL, three_session_db
+
+    cases: list[tuple[Path, str | None, str | None]] = [
+        (session(tmp_path / "cc.jsonl", "2.0.76"), None, "2.0.76"),
+        (session(tmp_path / "none.jsonl", None), None, None),
+    ]
+    codex = tmp_path / "rollout.jsonl"
+    codex.write_bytes(corpus_file("codex/agent-history-real-session-01.jsonl").read_bytes())
+    cases.append((codex, None, "0.135.0"))
+    db = three_session_db(tmp_path / "oc")
+    cases.append((db, ORIGINAL, "1.18.33"))
+    for path, sid, version in cases:
+        tr = load(path, session=sid)
+        assert tr.harness_version == version, path
+        for p in sorted(path.parent.glob(path.name + "*")):  # the database's -wal/-shm too
+            p.unlink()
+        assert not path.exists()
+        assert recorded_version(tr) == version, path
+
+
+def test_a_claude_code_session_records_the_version_most_of_its_lines_carry(tmp_path: Path) -> None:
+    """Two lines of 2.1.38, then three of 2.1.39 (an update mid-session) and one of 2.1.37: 2.1.39;
+    on a tie, the version seen first."""
+    path = session(tmp_path / "s.jsonl", "2.1.38")
+    with path.open("a") as f:
+        parent = "a1"
+        for k, v in enumerate(("2.1.39", "2.1.39", "2.1.37", "2.1.39")):
+            rec: dict[str, Any] = {"type": "user", "uuid": f"u{k + 2}", "parentUuid": parent, "sessionId": "s", "version": v,
+                   "message": {"role": "user", "content": "more"}}
+            parent = str(rec["uuid"])
+            f.write(json.dumps(rec) + "\n")
+    assert load(path).harness_version == "2.1.39"
+    tie = session(tmp_path / "tie.jsonl", "2.1.38")
+    with tie.open("a") as f:
+        for k in range(2):
+            rec = {"type": "system", "uuid": f"s{k}", "parentUuid": "a1", "sessionId": "s", "version": "2.1.40"}
+            f.write(json.dumps(rec) + "\n")
+    assert load(tie).harness_version == "2.1.38"

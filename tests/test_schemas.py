@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from inspector.formats import load
+from inspector.model.sanitize import json_text
 from inspector.replay import Replay
-from inspector.report.sanitize import json_text
 from inspector.report.summary import replay_report
 from inspector.shaping import PRESETS
 from inspector.tui.lab import policy_toml

@@ -84,6 +84,7 @@ def test_a_corpus_session_with_subagents_round_trips(tmp_path: Path) -> None:
     warm = cache.read(k)
     assert warm is not None and warm == cold
     assert warm.subagents and warm.events and len(warm.messages) == len(cold.messages)
+    assert warm.harness_version == cold.harness_version == "2.1.39"  # what the rules read
     assert type(warm.messages[0]) is Message and warm.message(cold.messages[-1].id) == cold.messages[-1]
     assert all(a.source == b.source for a, b in zip(warm.messages, cold.messages, strict=True))
 

@@ -35,7 +35,7 @@ from textual.widgets import Input, OptionList
 
 from inspector.formats import load
 from inspector.live import SessionInfo
-from inspector.report.sanitize import visible
+from inspector.model.sanitize import visible
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.compare import CompareScreen

@@ -93,15 +93,15 @@ def test_sample_accepts_scenario_names(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("inspector.tui.run_app", fake_run_app)
     assert cli_main(["--sample", NAME]) == 0
     assert seen["path"].endswith(SCENARIOS[NAME].file.split("/")[-1])
-    assert seen["window"] == SCENARIOS[NAME].window
-    assert seen["window_source"] == "sample"  # the header says where the window came from
+    assert seen["settings"].window == SCENARIOS[NAME].window
+    assert seen["settings"].window_source == "sample"  # the header says where the window came from
 
 
 def test_sample_with_window_says_the_window_was_given(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: dict[str, Any] = {}
     monkeypatch.setattr("inspector.tui.run_app", lambda transcript, **kw: seen.update(kw))
     assert cli_main(["--sample", NAME, "--window", "90000"]) == 0
-    assert (seen["window"], seen["window_source"]) == (90_000, "--window")
+    assert (seen["settings"].window, seen["settings"].window_source) == (90_000, "--window")
 
 
 async def test_sample_header_names_the_sample_as_the_windows_source() -> None:

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from inspector.model.sanitize import visible
 from inspector.replay import Replay
-from inspector.report.sanitize import visible
 
 from .base import SEVERITIES, SEVERITY_RANK, Finding, Settings, Severity, sort_key
 from .checks import CHECKS, Check, register

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from inspector.report.sanitize import one_line
+from inspector.model.sanitize import one_line
 
 Severity = Literal["info", "warning", "error"]
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)

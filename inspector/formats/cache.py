@@ -50,7 +50,8 @@ from inspector.model.bulk import paused_gc
 
 LIMIT_BYTES = 512 * 1024 * 1024
 """The most the cache folder holds; the entries used longest ago go first."""
-MAGIC = b"ctxi-transcript-1\n"
+MAGIC = b"ctxi-transcript-2\n"
+"""Names the entries' format: bumped when `Transcript` gains a field (2: `harness_version`)."""
 SUFFIX = ".msgpack"
 PACKAGE = Path(__file__).resolve().parent.parent
 

@@ -176,6 +176,8 @@ class _State:
     skipped: Counter[str] = field(default_factory=Counter)
     title: str | None = None
     session_id: str | None = None
+    versions: Counter[str] = field(default_factory=Counter)
+    """The harness `version` the lines carry, counted (the transcript records the commonest)."""
     broken: array[int] = field(default_factory=lambda: array("q"))
     """Line numbers of the lines that did not decode (`ClaudeCodeReader._salvage`), packed: a file
     of junk holds a million of them."""
@@ -304,6 +306,8 @@ class ClaudeCodeReader:
         if rtype not in CONVERSATION_TYPES:
             # most lines of a session (hooks, tool and agent progress, snapshots): a node of the tree
             key = rtype if rtype != "system" else _system_key(line.subtype)
+            if line.version is not None:
+                state.versions[line.version] += 1
             state.skipped[key if rtype in KNOWN_TYPES else f"unknown:{short(rtype)}"] += 1
             if uuid is not None and uuid not in state.nodes:
                 state.nodes[uuid] = _Node(
@@ -315,6 +319,8 @@ class ClaudeCodeReader:
         msg = line.message
         if msg is None or uuid is None or too_deep_input(msg):
             return False
+        if line.version is not None:
+            state.versions[line.version] += 1
         if uuid in state.nodes:
             self._duplicate(line_no, uuid)
             return True
@@ -422,6 +428,8 @@ class ClaudeCodeReader:
             return
         if state.session_id is None and isinstance(rec.get("sessionId"), str):
             state.session_id = rec["sessionId"]
+        if isinstance(rec.get("version"), str):
+            state.versions[rec["version"]] += 1
         if rtype == "summary":
             if isinstance(rec.get("summary"), str) and state.title is None:
                 state.title = rec["summary"]
@@ -715,6 +723,7 @@ class ClaudeCodeReader:
             path=self.file,
             session_id=state.session_id,
             model=models.most_common(1)[0][0] if models else None,
+            harness_version=_commonest(state.versions),
             title=state.title,
             messages=messages,
             segments=segments,
@@ -780,6 +789,7 @@ def _with_recovered_context(state: _State, calls: list[Path]) -> _State:
         skipped=state.skipped,
         title=state.title,
         session_id=state.session_id,
+        versions=state.versions,
         broken=state.broken,
     )
 
@@ -1635,6 +1645,7 @@ class _Builder:
             path=self.file,
             session_id=self.s.session_id,
             model=models.most_common(1)[0][0] if models else None,
+            harness_version=_commonest(self.s.versions),
             title=self.s.title,
             messages=messages,
             segments=segment_models,
@@ -1775,6 +1786,10 @@ class _Builder:
                 )
             )
         return out
+
+
+def _commonest(versions: Counter[str]) -> str | None:
+    return versions.most_common(1)[0][0] if versions else None
 
 
 def _count_model(models: Counter[str], request: Request, by: int) -> None:

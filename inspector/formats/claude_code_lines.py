@@ -120,6 +120,7 @@ class Line(Struct, rename="camel"):
     is_compact_summary: bool | None = None
     is_api_error_message: bool | None = None
     agent_id: str | None = None
+    version: str | None = None
 
 
 TypedMessage = _Message

@@ -375,6 +375,8 @@ class _State:
     session_id: str | None = None
     model: str | None = None
     window: int | None = None
+    version: str | None = None
+    """`session_meta.cli_version`: the Codex that wrote the rollout."""
 
 
 class CodexReader:
@@ -466,6 +468,9 @@ class CodexReader:
         if s.session_id is None:
             sid = payload.get("id", payload.get("session_id"))
             s.session_id = sid if isinstance(sid, str) else None
+        version = payload.get("cli_version")
+        if s.version is None and isinstance(version, str) and version:
+            s.version = version
         base = payload.get("base_instructions")
         text = base.get("text") if isinstance(base, dict) else base
         if s.system_id is None and isinstance(text, str) and text.strip():
@@ -773,6 +778,7 @@ class CodexReader:
             session_id=s.session_id,
             model=models.most_common(1)[0][0] if models else s.model,
             window=s.window,
+            harness_version=s.version,
             messages=list(s.messages),
             segments=segments,
             requests=list(s.requests),

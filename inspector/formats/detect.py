@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from inspector.harnesses import HARNESSES, labels, resolve
 from inspector.model import Transcript
 from inspector.model.bulk import paused_gc
 
@@ -16,23 +17,11 @@ HEAD_BYTES = 256 * 1024
 
 
 def _readers() -> Iterator[Reader]:
-    """The readers, most specific first; each module is imported when its turn comes (a Claude
-    Code session, the usual case, never imports the other four)."""
-    from .claude_code import ClaudeCodeFormat
-
-    yield ClaudeCodeFormat()
-    from .codex import CodexFormat
-
-    yield CodexFormat()
-    from .opencode import OpencodeFormat
-
-    yield OpencodeFormat()
-    from .opencollab import OpencollabFormat
-
-    yield OpencollabFormat()
-    from .generic import GenericChatFormat
-
-    yield GenericChatFormat()
+    """The readers of the harnesses (`inspector.harnesses`), most specific first; each module is
+    imported when its turn comes (a Claude Code session, the usual case, never imports the others)."""
+    for harness in HARNESSES.values():
+        reader: Reader = resolve(harness.reader)()
+        yield reader
 
 
 def read_head(path: Path) -> bytes:
@@ -65,9 +54,7 @@ def detect(path: str | os.PathLike[str]) -> Reader:
         raise LoaderError(f"{p} is a folder that holds no session this inspector can read")
     if not head.strip():
         raise LoaderError(f"{p} is empty")
-    raise LoaderError(
-        f"{p} is not a transcript this inspector can read (Claude Code, Codex, opencode, OpenCollab, chat JSON)"
-    )
+    raise LoaderError(f"{p} is not a transcript this inspector can read ({labels()})")
 
 
 def choose(path: str | os.PathLike[str], session: str | None = None) -> Choice:

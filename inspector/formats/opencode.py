@@ -149,6 +149,8 @@ class OpencodeSession:
     parent_id: str | None = None
     directory: str | None = None
     model: str | None = None
+    version: str | None = None
+    """The opencode that wrote the session (its `version`)."""
 
 
 def _json_text(value: Any) -> str:
@@ -317,7 +319,7 @@ class _DbStore:
         cols = _columns(con, "session")
         want = [
             c
-            for c in ("id", "title", "time_updated", "time_created", "parent_id", "directory", "model")
+            for c in ("id", "title", "time_updated", "time_created", "parent_id", "directory", "model", "version")
             if c in cols
         ]
         out: list[OpencodeSession] = []
@@ -331,6 +333,7 @@ class _DbStore:
                     parent_id=_str(r.get("parent_id")),
                     directory=_str(r.get("directory")),
                     model=_model_name(r.get("model")),
+                    version=_str(r.get("version")) or None,
                 )
             )
         return out
@@ -486,6 +489,7 @@ class _JsonStore:
                 updated=_int(t.get("updated")) or _int(t.get("created")),
                 parent_id=_str(rec.get("parentID")),
                 directory=_str(rec.get("directory")),
+                version=_str(rec.get("version")) or None,
             )
         base = (self.root / "session" / "message") if self.old else (self.root / "message")
         for d in sorted(p for p in base.iterdir() if p.is_dir()) if base.is_dir() else []:
@@ -1074,6 +1078,7 @@ class _Builder:
             session_id=self.session.id,
             model=models.most_common(1)[0][0] if models else self.session.model,
             window=None,
+            harness_version=self.session.version,
             title=self.session.title,
             messages=self.messages,
             segments=segments,

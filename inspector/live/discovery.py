@@ -28,15 +28,16 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Protocol
 
 import msgspec
 import orjson
 from msgspec import Struct
 
 from inspector.formats.base import LoaderError, open_regular
+from inspector.harnesses import HARNESSES, HarnessId, resolve
 
-Harness = Literal["claude-code", "codex", "opencode", "opencollab"]
+Harness = HarnessId
 
 LIVE_SECONDS = 60
 """A session modified this recently is marked live."""
@@ -105,7 +106,7 @@ def discover(
 
         folders = current().session_folders
     rows: list[SessionInfo] = []
-    for finder in (_claude_code, _codex, _opencode, _opencollab):
+    for finder in finders():
         try:
             rows.extend(finder(env, cwd, home, now))
         except OSError:  # pragma: no cover - each finder already skips what it cannot read
@@ -119,6 +120,17 @@ def discover(
                 rows.append(row)
     rows.sort(key=lambda r: (r.last_activity, str(r.path), r.session_id or ""), reverse=True)
     return rows
+
+
+class Finder(Protocol):
+    """Lists one harness's sessions (`Harness.finder`)."""
+
+    def __call__(self, env: Mapping[str, str], cwd: Path, home: Path, now: datetime, /) -> Iterable[SessionInfo]: ...
+
+
+def finders() -> list[Finder]:
+    """The session finder of each harness that has one (`inspector.harnesses`), in its order."""
+    return [resolve(h.finder) for h in HARNESSES.values() if h.finder is not None]
 
 
 def sessions_table(rows: Iterable[SessionInfo]) -> list[dict[str, Any]]:
@@ -314,7 +326,7 @@ def _claude_index(project_dir: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _claude_code(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
+def claude_code_sessions(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
     seen_roots: set[str] = set()
     for root in _claude_roots(env, home):
         key = os.path.realpath(root)
@@ -458,7 +470,7 @@ def _codex_count(lines: Iterable[bytes]) -> int:
     return n
 
 
-def _codex(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
+def codex_sessions(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
     codex_home = Path(env["CODEX_HOME"]).expanduser() if env.get("CODEX_HOME") else home / ".codex"
     for year in _subdirs(codex_home / "sessions"):
         for month in _subdirs(year):
@@ -510,7 +522,7 @@ def _codex_session(path: Path, st: os.stat_result, now: datetime) -> SessionInfo
 
 
 # -- opencode ------------------------------------------------------------------------------------
-def _opencode(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
+def opencode_sessions(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
     data_home = (
         Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME") else home / ".local" / "share"
     )
@@ -652,7 +664,7 @@ def _opencode_json_sessions(session_dir: Path, message_root: Path, now: datetime
 
 
 # -- OpenCollab ----------------------------------------------------------------------------------
-def _opencollab(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
+def opencollab_sessions(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
     for run in _subdirs(cwd / ".opencollab" / "sessions"):
         for path, st in _files(run, ".json"):
             m = _AGENT_FILE.match(path.name)

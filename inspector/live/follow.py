@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
 from inspector.formats.base import NotRegularFileError, regular_fd
+from inspector.harnesses import HARNESSES, of_format, resolve
 from inspector.model import Transcript
 
 if TYPE_CHECKING:
@@ -515,22 +516,18 @@ def _stat_signature(path: Path) -> tuple[int, int, int, int] | None:
 
 
 # -- choosing a reader -------------------------------------------------------------------------
-INCREMENTAL_FORMATS = frozenset({"claude-code", "codex"})
+INCREMENTAL_FORMATS = frozenset(h.format for h in HARNESSES.values() if h.follow_reader is not None)
+"""The formats whose harness has an incremental reader (`Harness.follow_reader`)."""
 
 
 def factory_for_format(fmt: str) -> ReaderFactory:
-    """The reader factory for a format name (`Reader.format`); non-incremental formats reload."""
-    if fmt == "claude-code":
-        from inspector.formats.claude_code import ClaudeCodeReader
-
-        return ClaudeCodeReader
-    if fmt == "codex":
-        try:
-            from inspector.formats.codex import CodexReader
-        except ImportError:  # pragma: no cover - the reader module is optional while it is written
-            return ReloadingReader
-        return CodexReader
-    return ReloadingReader
+    """The reader factory for a format name (`Reader.format`): its harness's incremental reader
+    (`Harness.follow_reader`); formats without one reload."""
+    harness = of_format(fmt)
+    if harness is None or harness.follow_reader is None:
+        return ReloadingReader
+    factory: ReaderFactory = resolve(harness.follow_reader)
+    return factory
 
 
 def reader_factory_for(path: str | os.PathLike[str]) -> ReaderFactory:

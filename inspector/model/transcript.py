@@ -144,6 +144,10 @@ class Transcript(Struct, kw_only=True, dict=True, weakref=True):
     model: str | None = None
     window: int | None = None
     """The context window the transcript states, where it states one."""
+    harness_version: str | None = None
+    """The version of the harness that wrote it, as the reader found it recorded (Claude Code: the
+    `version` most of its lines carry; Codex: `session_meta.cli_version`; opencode: the session's
+    `version`); None where the format records none (OpenCollab, chat JSON)."""
     title: str | None = None
     messages: list[Message] = field(default_factory=list)
     """Every message of the active branch, across all segments, in order."""

@@ -5,8 +5,9 @@ checked against what the provider billed), derives the budget once, and shapes a
 it is asked for (`step(k)`), keeping recent steps in a cache so stepping back and forth is
 instant. Calibration does not depend on the policy or the window, so `with_settings` reuses it.
 
-The window is resolved here (`resolve_window`); the report of a replay is built by the report
-(`inspector.report.summary.replay_report`): the replay knows nothing of the report.
+A run's settings come whole (`RunSettings`, `inspector.replay.settings`, where the window is
+resolved); the report of a replay is built by the report (`inspector.report.summary.replay_report`):
+the replay knows nothing of the report.
 """
 
 from __future__ import annotations
@@ -19,18 +20,23 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from inspector.model import EventKind, Message, RecordedEvent, Request, Segment, Transcript
-from inspector.model.windows import model_window
 from inspector.replay.distance import Gap, distance_text, distances
-from inspector.shaping import Budget, Policy, PolicyError, ShapeResult, TokenMemo, explain, load_policy
+from inspector.replay.settings import (
+    INFERRED_WINDOW,
+    RunSettings,
+    WindowSource,
+    resolve_policy,
+    resolve_window,
+)
+from inspector.shaping import Budget, Policy, ShapeResult, TokenMemo, explain
 from inspector.shaping.pipeline import recast
-from inspector.shaping.policy import pin_reason, preset_for_format
+from inspector.shaping.policy import pin_reason
 from inspector.tokens import Estimator, get_estimator
 from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator, Calibration, overhead_message
 from inspector.tokens.harness import (
     ESTIMATORS,
     cached_harness_tokens,
     harness_tokens,
-    harness_window,
     own_sizer,
 )
 
@@ -86,48 +92,6 @@ class Step:
         return self.calibration.weight_at(self.index, mid)
 
 
-def _policy(policy: str | Policy | None, transcript: Transcript | None = None) -> Policy:
-    """The named policy; by default the preset of the harness that wrote the transcript."""
-    if isinstance(policy, Policy):
-        return policy
-    if policy is None:
-        return preset_for_format(transcript.format if transcript is not None else None)
-    try:
-        return load_policy(policy)
-    except PolicyError:
-        raise
-    except OSError as exc:
-        raise PolicyError(f"cannot read policy {policy}: {exc.strerror or exc}") from None
-
-
-def resolve_window(
-    transcript: Transcript, window: int | None, *, observed: int | None = None, model: str | None = None
-) -> tuple[int | None, str]:
-    """The window to shape against, and where it came from.
-
-    A transcript that states its window wins over the model's; Codex states 95% of it
-    (`harness_window` gives the window itself: 258,400 stated -> 272,000). `observed`: the
-    largest context the transcript reported, where the caller knows it already. `model`: the
-    model to take the window of in place of the one the transcript names (`--model`).
-    """
-    if window is not None:
-        return window, "--window"
-    stated = harness_window(transcript)
-    if stated is not None:
-        return stated, "transcript"
-    if observed is None:
-        observed = max([u.context for r in transcript.requests if (u := r.usage) is not None], default=0)
-    found = model_window(model or transcript.model, observed)
-    if found is None:
-        return None, "unknown"
-    return found, "model" if model is None else "--model"
-
-
-INFERRED_WINDOW = frozenset({"transcript", "model", "unknown"})
-"""Window sources read from the transcript (looked at again as a followed file grows); any other
-source is a window someone gave."""
-
-
 class Replay:
     """A transcript under one policy and one window."""
 
@@ -136,7 +100,7 @@ class Replay:
         transcript: Transcript,
         policy: Policy,
         window: int | None,
-        window_source: str,
+        window_source: WindowSource,
         estimator: Estimator,
         calibration: Calibration,
     ) -> None:
@@ -208,6 +172,15 @@ class Replay:
         return {mid: w for mid, (first, w) in cleared.items() if first <= k}
 
     @classmethod
+    def from_settings(cls, transcript: Transcript, settings: RunSettings, *, mode: str = "delta") -> Replay:
+        """The transcript under a run's settings (its policy, window and estimator)."""
+        chosen = settings.policy_for(transcript)
+        win, source = settings.window_for(transcript)
+        est = get_estimator(settings.estimator)
+        calibration = Calibration(transcript, est, mode=mode)  # type: ignore[arg-type]
+        return cls(transcript, chosen, win, source, est, calibration)
+
+    @classmethod
     def open(
         cls,
         transcript: Transcript,
@@ -215,25 +188,23 @@ class Replay:
         window: int | None = None,
         estimator: str = "heuristic",
         mode: str = "delta",
-        window_source: str = "--window",
+        window_source: str = WindowSource.GIVEN,
     ) -> Replay:
-        """`window_source`: what to call a given `window`'s origin ("--window", or "sample" for the
-        window a bundled sample comes with)."""
-        chosen = _policy(policy, transcript)
-        win, source = resolve_window(transcript, window)
-        if window is not None:
-            source = window_source
-        est = get_estimator(estimator)
-        calibration = Calibration(transcript, est, mode=mode)  # type: ignore[arg-type]
-        return cls(transcript, chosen, win, source, est, calibration)
+        """`from_settings` with the settings given one by one (for library use and tests).
+        `window_source`: what a given `window` is ("--window", or "sample" for the window a
+        bundled sample comes with)."""
+        settings = RunSettings(
+            policy=policy, window=window, window_source=WindowSource(window_source), estimator=estimator
+        )
+        return cls.from_settings(transcript, settings, mode=mode)
 
     def with_settings(self, policy: str | Policy | None = None, window: int | None = None) -> Replay:
         """The same transcript and calibration under another policy and/or window."""
-        chosen = _policy(policy, self.transcript) if policy is not None else self.policy
+        chosen = resolve_policy(policy, self.transcript) if policy is not None else self.policy
         if window is None:
             win, source = self.window, self.window_source
         else:
-            win, source = window, "--window"
+            win, source = window, WindowSource.GIVEN
         return Replay(self.transcript, chosen, win, source, self.estimator, self.calibration)
 
     def refreshed(self, transcript: Transcript) -> Replay:
@@ -460,4 +431,14 @@ class Replay:
         return out
 
 
-__all__ = ["DEFAULT_POLICY", "Replay", "ReplayError", "Step", "resolve_window"]
+__all__ = [
+    "DEFAULT_POLICY",
+    "INFERRED_WINDOW",
+    "Replay",
+    "ReplayError",
+    "RunSettings",
+    "Step",
+    "WindowSource",
+    "resolve_policy",
+    "resolve_window",
+]

@@ -183,7 +183,7 @@ def cache_cost(replay: Replay) -> CacheCost:
 def cache_money(transcript: Transcript, cost: CacheCost) -> tuple[float | None, str | None]:
     """What the tokens `cost` re-billed cost in US dollars: each written to the prompt cache again
     at its request's model's cache-write price instead of read at its cache-read price
-    (`inspector.report.cost`); (None, "no price for MODEL") where a model has no price."""
-    from inspector.report.cost import rebilled_cost
+    (`inspector.model.cost`); (None, "no price for MODEL") where a model has no price."""
+    from inspector.model.cost import rebilled_cost
 
     return rebilled_cost(transcript, ((row.request, row.rebilled_tokens) for row in cost.requests))

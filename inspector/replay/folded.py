@@ -26,7 +26,7 @@ from inspector.model import (
     ToolCallBlock,
     ToolResultBlock,
 )
-from inspector.report.sanitize import one_line
+from inspector.model.sanitize import one_line
 
 if TYPE_CHECKING:
     from inspector.replay import Replay

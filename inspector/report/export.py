@@ -52,14 +52,14 @@ from inspector.model import (
     Transcript,
 )
 from inspector.model.bulk import paused_gc
+from inspector.model.cost import cost_line
+from inspector.model.sanitize import json_text, one_line, visible
 from inspector.replay import Replay, Step
 from inspector.shaping import Action
 
-from .cost import cost_line
 from .redact import redact as redact_text
 from .redact import redact_cut, redact_value
 from .render import render_report
-from .sanitize import json_text, one_line, visible
 from .summary import Report, attach_cost, load_issues_title, replay_report
 
 FORMATS = ("json", "md", "html", "svg")

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from .sanitize import one_line
+from inspector.model.sanitize import one_line
 
 DELAY_S = 0.4
 """A read shorter than this shows nothing (no flicker for the usual small session)."""

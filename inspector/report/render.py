@@ -8,9 +8,10 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .cost import cost_line, money_text
+from inspector.model.cost import cost_line, money_text
+from inspector.model.sanitize import one_line, visible
+
 from .progress import human_size
-from .sanitize import one_line, visible
 from .summary import Report, load_issues_title, plural
 
 if TYPE_CHECKING:

@@ -19,10 +19,9 @@ from inspector.model import (
     ToolResultBlock,
     Transcript,
 )
+from inspector.model.cost import CostSummary, Money
 from inspector.replay import Replay, ReplayError
 from inspector.shaping import Policy
-
-from .cost import CostSummary, Money
 
 SCHEMA_VERSION = 1
 
@@ -546,8 +545,8 @@ RESERVES_AT = 200_000
 
 
 def attach_cost(report: Report, transcript: Transcript) -> Report:
-    """`report` with the cost of each request and of the session (`inspector.report.cost`)."""
-    from .cost import session_cost
+    """`report` with the cost of each request and of the session (`inspector.model.cost`)."""
+    from inspector.model.cost import session_cost
 
     found = session_cost(transcript)
     for row, cost in zip(report.requests, found.requests, strict=True):

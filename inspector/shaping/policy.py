@@ -21,7 +21,9 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
+from inspector.harnesses import HARNESSES
 from inspector.model import PIN_FLOOR, Message, Source, SourceKind, Transcript
+from inspector.tokens.harness import ESTIMATORS
 
 from .auto_compact import AutoCompact
 from .base import Layer
@@ -84,7 +86,7 @@ SUMMARIZING_LAYERS = frozenset({"auto_compact", "full_compact", "opencode_compac
 
 SUMMARIZER_NAMES = ("extractive", "recorded", "model")
 
-TRIGGER_ESTIMATORS = ("heuristic", "claude_code", "claude_code_usage", "opencode", "codex")
+TRIGGER_ESTIMATORS = tuple(ESTIMATORS)
 """The harness estimators a policy may name for its trigger decisions (`inspector.tokens.harness`)."""
 
 
@@ -416,57 +418,18 @@ class Protection(Struct, frozen=True):
 
 
 PROTECTIONS: dict[str, tuple[Protection, ...]] = {
-    "claude-code": (
-        Protection(
-            SourceKind.OVERHEAD, "sent by Claude Code with every request (system prompt and tool definitions)"
-        ),
-        Protection(
-            SourceKind.PROJECT_INSTRUCTIONS,
-            "re-attached by Claude Code after compaction (memory files: CLAUDE.md, user and project memory)",
-        ),
-        Protection(
-            SourceKind.SKILL,
-            "re-attached by Claude Code after compaction (invoked skills, up to 5,000 tokens each, 25,000 in all)",
-        ),
-    ),
-    "codex": (
-        Protection(
-            SourceKind.IDENTITY,
-            "re-injected by Codex after compaction (initial context: base and developer instructions, environment)",
-        ),
-        Protection(
-            SourceKind.PROJECT_INSTRUCTIONS,
-            "re-injected by Codex after compaction (initial context: AGENTS.md)",
-        ),
-        Protection(
-            SourceKind.SKILL, "re-injected by Codex after compaction (initial context: skills instructions)"
-        ),
-        Protection(SourceKind.OVERHEAD, "sent by Codex with every request (tool definitions)"),
-    ),
-    "opencode": (
-        Protection(SourceKind.IDENTITY, "sent by opencode with every request (its system parts)"),
-        Protection(
-            SourceKind.OVERHEAD, "sent by opencode with every request (system prompt and tool definitions)"
-        ),
-        Protection(SourceKind.SKILL, "opencode: prune never clears `skill` output (PRUNE_PROTECTED_TOOLS)"),
-    ),
+    h.id: tuple(Protection(SourceKind(kind), why) for kind, why in h.protects)
+    for h in HARNESSES.values()
+    if h.protects
 }
-"""Harness (a policy's `rules`) -> the sources it protects, and why (notes/claude-code-transcripts.md
-§4.1 "What survives compaction"; notes/opencode-codex.md §A3, §B3 step 4). A policy without
-harness rules is OpenCollab's: it pins priority >= 70 whatever the kind (notes/opencollab.md §2,
-`PIN_FLOOR`)."""
+"""Harness (a policy's `rules`) -> the sources it protects, and why (the registry's `protects`).
+A policy without harness rules is OpenCollab's: it pins priority >= 70 whatever the kind
+(`PIN_FLOOR`)."""
 
-ALSO_RESTORED: dict[str, str] = {
-    "claude-code": (
-        "Claude Code also re-attaches after a compaction what the transcript does not mark: the plan, "
-        "the todo list and up to 5 recently read files (5,000 tokens each, 50,000 in all)"
-    ),
-    "codex": "Codex also keeps the most recent user messages, newest first, up to 20,000 tokens",
-    "opencode": "opencode also keeps a tail of the latest turns (at most 2, within 2,000-15,000 tokens)",
-}
+ALSO_RESTORED: dict[str, str] = {h.id: h.also_restored for h in HARNESSES.values() if h.protects}
 """Harness -> what it keeps through a compaction beyond the sources it protects (one sentence)."""
 
-HARNESS_TITLES = {"claude-code": "Claude Code", "codex": "Codex", "opencode": "opencode"}
+HARNESS_TITLES: dict[str, str] = {h.id: h.label for h in HARNESSES.values()}
 """Harness (a policy's `rules`) -> its name in sentences."""
 
 
@@ -531,19 +494,13 @@ def register_preset(policy: Policy, aliases: Iterable[str] = ()) -> None:
 
 register_preset(OPENCOLLAB, aliases=("default",))
 register_preset(NO_HISTORY_COMPACTION)
-register_preset(CLAUDE_CODE, aliases=("claude",))
+register_preset(CLAUDE_CODE, aliases=HARNESSES["claude-code"].aliases)
 register_preset(OPENCODE)
 register_preset(CODEX)
 
-PRESET_FOR_FORMAT: dict[str, str] = {
-    "claude-code": "claude-code",
-    "codex": "codex",
-    "opencode": "opencode",
-    "opencollab": "opencollab",
-    "generic": "opencollab",
-}
-"""`Transcript.format` -> the preset of the harness that wrote it (the replay's default policy).
-Formats not listed (and generic chat transcripts) get opencollab."""
+PRESET_FOR_FORMAT: dict[str, str] = {h.format: h.preset for h in HARNESSES.values()}
+"""`Transcript.format` -> the preset of the harness that wrote it (`Harness.preset`: the replay's
+default policy). Formats not listed get opencollab."""
 
 
 def preset_for_format(transcript_format: str | None) -> Policy:

@@ -48,11 +48,11 @@ What they show:
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
+
+from inspector.harnesses import HARNESSES, HarnessId
 
 if TYPE_CHECKING:
     from inspector.model import Transcript
@@ -192,8 +192,9 @@ def _upper(last: str) -> Version:
 
 # -- the rules -------------------------------------------------------------------------------------
 
-Harness = Literal["claude-code", "codex", "opencode"]
-HARNESS_NAMES: dict[str, str] = {"claude-code": "Claude Code", "codex": "Codex", "opencode": "opencode"}
+Harness = HarnessId
+HARNESS_NAMES: dict[str, str] = {h.id: h.label for h in HARNESSES.values() if h.rules}
+"""The harnesses with rules by version (`Harness.rules`) -> their labels."""
 CLAUDE_BUFFER = 13_000
 """Claude Code `AUTOCOMPACT_BUFFER_TOKENS` (2.1.88 autoCompact.ts:62; #12004 `nx1 = 13000`; the
 2.1.19 binary `jbA=13000`)."""
@@ -652,96 +653,16 @@ def resolve(
 
 # -- the version a transcript records --------------------------------------------------------------
 
-FORMAT_HARNESS: dict[str, Harness] = {"claude-code": "claude-code", "codex": "codex", "opencode": "opencode"}
+FORMAT_HARNESS: dict[str, Harness] = {h.format: h.id for h in HARNESSES.values() if h.rules}
 """`Transcript.format` -> the harness whose rules apply to the version it records."""
-SNIFF_BYTES = 1 << 20
-"""How much of a transcript file is read for its version (every Claude Code line carries it; a
-Codex rollout states it on its first line)."""
-_KEY = {
-    "claude-code": re.compile(rb'"version"\s*:\s*"(\d+\.\d+\.\d+[^"\\]{0,24})"'),
-    "codex": re.compile(rb'"cli_version"\s*:\s*"([^"\\]{1,40})"'),
-    "opencode": re.compile(rb'"version"\s*:\s*"(\d+\.\d+\.\d+[^"\\]{0,24})"'),
-}
-
-
-def _files(transcript: Transcript) -> list[Path]:
-    seen: list[Path] = []
-    for m in transcript.messages[:64]:
-        if m.origin is not None and not m.sidechain and m.agent_id is None:
-            p = Path(m.origin.file)
-            if p not in seen:
-                seen.append(p)
-    p = Path(transcript.path)
-    if p not in seen:
-        seen.append(p)
-    return seen
-
-
-def _sniff_file(path: Path, harness: str, session_id: str | None) -> str | None:
-    try:
-        if not path.is_file():
-            return None
-        with path.open("rb") as f:
-            head = f.read(SNIFF_BYTES)
-    except OSError:
-        return None
-    if head.startswith(b"SQLite format 3\x00"):
-        return _sqlite_version(path, session_id) if harness == "opencode" else None
-    found = _KEY[harness].findall(head)
-    if not found:
-        return None
-    # the value most lines carry (a tool result written as an object may hold other "version"s)
-    counts: dict[bytes, int] = {}
-    for v in found:
-        counts[v] = counts.get(v, 0) + 1
-    best = max(counts, key=lambda v: (counts[v], -found.index(v)))
-    return best.decode("utf-8", "replace")
-
-
-def _sqlite_version(path: Path, session_id: str | None) -> str | None:
-    from inspector.formats.opencode import connect_readonly  # (read-only, as the reader opens it)
-
-    try:
-        con = connect_readonly(path)
-    except Exception:
-        return None
-    try:
-        cols = {str(r[1]) for r in con.execute("PRAGMA table_info(session)")}
-        if "version" not in cols:
-            return None
-        if session_id and "id" in cols:
-            row = con.execute("SELECT version FROM session WHERE id = ?", (session_id,)).fetchone()
-        else:
-            row = con.execute("SELECT version FROM session LIMIT 1").fetchone()
-        return str(row[0]) if row and row[0] else None
-    except sqlite3.Error:
-        return None
-    finally:
-        con.close()
 
 
 def recorded_version(transcript: Transcript) -> str | None:
-    """The version of the harness that wrote the transcript, as the transcript records it (None:
-    not recorded, or a format with no rules). Read from its file once per transcript object (a
-    reader that records it as `harness_version` is taken at its word)."""
-    given = getattr(transcript, "harness_version", None)
-    if isinstance(given, str) and given:
-        return given
-    harness = FORMAT_HARNESS.get(transcript.format)
-    if harness is None:
+    """The version of the harness that wrote the transcript, as its reader found it recorded
+    (`Transcript.harness_version`); None: not recorded, or a format with no rules."""
+    if FORMAT_HARNESS.get(transcript.format) is None:
         return None
-    cache = transcript.__dict__
-    key = f"_harness_version:{transcript.path}"
-    if key in cache:
-        hit: str | None = cache[key]
-        return hit
-    version: str | None = None
-    for path in _files(transcript):
-        version = _sniff_file(path, harness, transcript.session_id)
-        if version is not None:
-            break
-    cache[key] = version
-    return version
+    return transcript.harness_version or None
 
 
 def resolve_for(

@@ -62,6 +62,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from inspector.harnesses import HARNESSES, HarnessId, harness_id
 from inspector.model import (
     Block,
     MediaBlock,
@@ -106,47 +107,51 @@ class EstimatorSpec:
         return value >= trigger if self.at_or_above else value > trigger
 
 
+def _harness(harness: HarnessId) -> tuple[str, str]:
+    """The label and the format of `harness` (`EstimatorSpec.harness`, `.format`)."""
+    h = HARNESSES[harness]
+    return h.label, h.format
+
+
 ESTIMATORS: dict[str, EstimatorSpec] = {
-    "heuristic": EstimatorSpec(
-        "heuristic",
-        "OpenCollab's character heuristic over the ledger (64 + chars/3 of each message's JSON)",
-        False,
-        False,
-        "OpenCollab",
-        "opencollab",
-    ),
-    "claude_code": EstimatorSpec(
-        "claude_code",
-        "Claude Code: last report + its response's output + chars/4 of the messages after it",
-        True,
-        True,
-        "Claude Code",
-        "claude-code",
-    ),
-    "claude_code_usage": EstimatorSpec(
-        "claude_code_usage",
-        "Claude Code 1.0/2.0: the last response's usage (input + cache + output) alone",
-        True,
-        True,
-        "Claude Code",
-        "claude-code",
-    ),
-    "opencode": EstimatorSpec(
-        "opencode",
-        "opencode: the last step's tokens (input + output + cache); chars/4 before any",
-        True,
-        True,
-        "opencode",
-        "opencode",
-    ),
-    "codex": EstimatorSpec(
-        "codex",
-        "Codex: last total_tokens + bytes/4 of the items appended after it",
-        True,
-        True,
-        "Codex",
-        "codex",
-    ),
+    spec.name: spec
+    for spec in (
+        EstimatorSpec(
+            "heuristic",
+            "OpenCollab's character heuristic over the ledger (64 + chars/3 of each message's JSON)",
+            False,
+            False,
+            *_harness("opencollab"),
+        ),
+        EstimatorSpec(
+            "claude_code",
+            "Claude Code: last report + its response's output + chars/4 of the messages after it",
+            True,
+            True,
+            *_harness("claude-code"),
+        ),
+        EstimatorSpec(
+            "claude_code_usage",
+            "Claude Code 1.0/2.0: the last response's usage (input + cache + output) alone",
+            True,
+            True,
+            *_harness("claude-code"),
+        ),
+        EstimatorSpec(
+            "opencode",
+            "opencode: the last step's tokens (input + output + cache); chars/4 before any",
+            True,
+            True,
+            *_harness("opencode"),
+        ),
+        EstimatorSpec(
+            "codex",
+            "Codex: last total_tokens + bytes/4 of the items appended after it",
+            True,
+            True,
+            *_harness("codex"),
+        ),
+    )
 }
 """Estimator name -> spec. `Policy.trigger_estimator` names one of these."""
 
@@ -155,6 +160,10 @@ def estimator_name(name: str) -> str:
     """The canonical estimator name (`Claude-Code` -> `claude_code`), or ValueError naming the known ones."""
     key = name.strip().lower().replace("-", "_").replace(" ", "_")
     if key not in ESTIMATORS:
+        try:  # a harness by any of its spellings: its own estimator ("claude" -> claude_code)
+            return HARNESSES[harness_id(name)].estimator
+        except ValueError:
+            pass
         raise ValueError(f"unknown harness estimator {name!r} (known: {', '.join(ESTIMATORS)})")
     return key
 

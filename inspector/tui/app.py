@@ -38,10 +38,11 @@ from inspector.findings import Finding, find_all
 from inspector.live import Follower, SessionInfo
 from inspector.model import RecordedEvent, Transcript
 from inspector.model.bulk import hold_loaded
+from inspector.model.cost import money_at
+from inspector.model.sanitize import one_line
 from inspector.replay import Replay, ReplayError, Step
 from inspector.replay.folded import OpenedCompaction, compaction_at, opened
-from inspector.report.cost import money_at
-from inspector.report.sanitize import one_line
+from inspector.replay.settings import RunSettings, WindowSource
 from inspector.samples import sample_info
 from inspector.scenarios import Tour
 from inspector.scenarios import tour as scenario_tour
@@ -1639,20 +1640,26 @@ class InspectorApp(App[None]):
         home: Path | None = None,
         tour: str | None = None,
         window_source: str = "--window",
+        settings: RunSettings | None = None,
     ) -> None:
         """Open on `transcript` (followed live when a `follower` that read it is given), or, with
-        no transcript, on the session picker (`sessions`, `now` and `home` fix its rows for tests)."""
+        no transcript, on the session picker (`sessions`, `now` and `home` fix its rows for tests).
+        `settings`: the run's, whole (`policy`, `window` and `window_source` are those of
+        `RunSettings(policy, window, window_source)` when it is not given)."""
         super().__init__()
+        if settings is None:
+            settings = RunSettings(policy=policy, window=window, window_source=WindowSource(window_source))
+        self.settings = settings
         self.transcript = transcript
-        self.policy = policy
-        self.window = window
+        self.policy = settings.policy
+        self.window = settings.window
         self.start = start
         self.follower = follower
         self.sessions = sessions
         self.now = now
         self.home = home
         self.tour = tour
-        self.window_source = window_source
+        self.window_source = settings.window_source
         from inspector.settings import current
 
         self.theme = current().theme or "textual-dark"  # the user's settings file, where it names one
@@ -1690,25 +1697,17 @@ class InspectorApp(App[None]):
 
 def run_app(
     transcript: Transcript | None,
-    policy: str | Policy | None = None,
-    window: int | None = None,
+    settings: RunSettings | None = None,
     *,
     start: Start = "last",
     follower: Follower | None = None,
     tour: str | None = None,
-    window_source: str = "--window",
 ) -> None:
-    """Open the app on a loaded transcript (the last request first; start="first" for teaching),
-    following the file when `follower` (the one that read it) is given; with no transcript, open
-    the session picker. `window_source` names where a given `window` came from."""
+    """Open the app on a loaded transcript under the run's `settings` (its policy and window; the
+    last request first; start="first" for teaching), following the file when `follower` (the one
+    that read it) is given; with no transcript, open the session picker."""
     if transcript is not None:
         hold_loaded()  # the session lives as long as the app: out of the collector's full walks
     InspectorApp(
-        transcript,
-        policy=policy,
-        window=window,
-        start=start,
-        follower=follower,
-        tour=tour,
-        window_source=window_source,
+        transcript, start=start, follower=follower, tour=tour, settings=settings or RunSettings()
     ).run()

@@ -20,7 +20,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from inspector.model import Transcript
-from inspector.report.sanitize import one_line
+from inspector.model.sanitize import one_line
 from inspector.tokens.accuracy import AccuracyReport, Miss, accuracy, worst_requests
 from inspector.tui.text import line
 

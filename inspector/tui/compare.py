@@ -21,10 +21,10 @@ from textual.screen import Screen
 from textual.widgets import Static
 
 from inspector.model import ToolCallBlock
+from inspector.model.sanitize import one_line, visible
 from inspector.replay import Replay, ReplayError, Step
 from inspector.replay.cache import CacheCost, cache_cost
 from inspector.replay.compare import Comparison, Side, compare
-from inspector.report.sanitize import one_line, visible
 from inspector.shaping import LayerResult, PolicyError
 from inspector.tokens.calibration import OVERHEAD_ID
 from inspector.tui.text import line, lines, notify

@@ -14,7 +14,7 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from inspector.findings import SEVERITY_RANK, Finding
-from inspector.report.sanitize import one_line
+from inspector.model.sanitize import one_line
 from inspector.tui.text import line
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow", "info": "bold cyan"}

@@ -31,8 +31,8 @@ from textual.widgets.option_list import Option
 
 from inspector.formats import LoaderError
 from inspector.live import SessionInfo, discover
+from inspector.model.sanitize import one_line, visible
 from inspector.report.progress import human_size
-from inspector.report.sanitize import one_line, visible
 from inspector.shaping import Policy
 from inspector.tui.live import open_transcript, recently_modified
 from inspector.tui.messages import OpenFailed, OpenProgress, SessionOpened, SessionsFound

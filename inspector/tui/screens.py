@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
-from inspector.report.sanitize import visible
+from inspector.model.sanitize import visible
 from inspector.tui.text import line
 from inspector.tui.viewmodel import Detail
 from inspector.tui.widgets.keybar import KeyBar

@@ -3,7 +3,7 @@
 Everything a transcript holds (content, names, ids, paths, triggers, reasons, errors, model
 names) may carry escape sequences and markup. The rule, where text meets the terminal:
 
-- every string shown goes through `inspector.report.sanitize.visible` (controls become escapes
+- every string shown goes through `inspector.model.sanitize.visible` (controls become escapes
   such as `\\x1b`, so no OSC 52, OSC 2, OSC 8 or CSI ever reaches the terminal);
 - nothing is parsed as markup: the app builds `Content` (or `rich.text.Text`) from the plain
   result. A `str` given to `border_title`, `border_subtitle`, `Static.update` of a widget with
@@ -20,7 +20,7 @@ from textual.content import Content
 from textual.notifications import SeverityLevel
 from textual.widget import Widget
 
-from inspector.report.sanitize import visible
+from inspector.model.sanitize import visible
 
 
 def line(text: str, style: str = "") -> Content:

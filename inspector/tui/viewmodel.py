@@ -3,7 +3,7 @@
 Nothing here imports Textual and nothing here shapes: every number comes from the `Replay`, its
 `Step` and the `ShapeResult` layers. Every string laid out here for the screen (tool names, one-line
 summaries, headers, pinned-source names, the detail's title, id, origin, source, fates,
-explanation and content) has been through `inspector.report.sanitize.visible`: a transcript's
+explanation and content) has been through `inspector.model.sanitize.visible`: a transcript's
 controls are escapes (`\\x1b`), and widgets build plain `Text`/`Content` from them, never markup.
 This module only lays the results out for display: one row per ledger message, one column per
 pipeline stage (the raw ledger, then every layer's view), with what each layer changed in each
@@ -34,8 +34,8 @@ from inspector.model import (
     ToolResultBlock,
     Transcript,
 )
+from inspector.model.sanitize import one_line, visible
 from inspector.replay.folded import OpenedCompaction
-from inspector.report.sanitize import one_line, visible
 from inspector.shaping import Action, Decision, LayerResult, Policy, ShapeResult, explain
 from inspector.shaping.budget import parse_window
 from inspector.shaping.policy import pin_reason

@@ -19,9 +19,9 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from inspector.model.sanitize import visible
 from inspector.replay.composition import Composition, Part, grid
 from inspector.replay.folded import Entry, OpenedCompaction
-from inspector.report.sanitize import visible
 from inspector.tui.text import line
 from inspector.tui.viewmodel import tokens
 from inspector.tui.widgets.keybar import KeyBar

@@ -10,8 +10,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from inspector.model.sanitize import one_line, visible
 from inspector.replay.distance import distance_text, distance_variants, distances, gap_text, lines_of
-from inspector.report.sanitize import one_line, visible
 from inspector.tui.viewmodel import StepView, clock, compact_tokens, duration, tokens
 from inspector.tui.widgets.runs import append_runs
 

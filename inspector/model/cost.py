@@ -31,7 +31,7 @@ from typing import Any
 
 from msgspec import Struct
 
-from inspector.model import Transcript, Usage
+from .transcript import Transcript, Usage
 
 __all__ = [
     "CostSummary",
