@@ -950,7 +950,7 @@ class MainScreen(Screen[None]):
         if crossed is not None:
             notify(
                 self,
-                crossed.message(budget.trigger),
+                crossed.message(budget.trigger, budget.blocking, budget.window),
                 title="context pressure",
                 severity="error" if crossed.line == "trigger" else "warning",
                 timeout=10,

@@ -244,8 +244,10 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
             "A file being written (--follow, or changed in the last minute) is followed: as it grows "
             "the sparkline, gauge and columns update, and a "
             "notification says when the newest request's context crosses the warning line (20,000 "
-            "below the trigger, as Claude Code warns; never below the target) and the trigger. A "
-            "file truncated or replaced is read again from the start.",
+            "below the trigger, as Claude Code warns; never below the target) and the trigger, with "
+            "how far it then is from the trigger, the blocking line and the window (in tokens and % "
+            "of the window, as the gauge says it). A file truncated or replaced is read again from "
+            "the start.",
         ],
     ),
     (
