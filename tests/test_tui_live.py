@@ -274,7 +274,9 @@ async def test_crossing_the_warning_line_then_the_trigger_notifies(tmp_path: Pat
         assert f"request {k_trigger}: context" in pressure()[1]
         assert "crossed the trigger 167,000" in pressure()[1]
         over = int(pressure()[1].split(": context ")[1].split(" ")[0].replace(",", "")) - trigger
-        assert f"{over:,} over trigger 167,000 (" in pressure()[1] or (over == 0 and "at trigger" in pressure()[1])
+        assert f"{over:,} over trigger 167,000 (" in pressure()[1] or (
+            over == 0 and "at trigger" in pressure()[1]
+        )
         assert pressure()[1].endswith("the policy's reactive layers act from here")
         await wait_until(pilot, lambda: "crossed the trigger 167,000" in screen_text(app), "the toast")
         warnings = [

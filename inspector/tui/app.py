@@ -1655,6 +1655,40 @@ class InspectorApp(App[None]):
         from inspector.settings import current
 
         self.theme = current().theme or "textual-dark"  # the user's settings file, where it names one
+        self.remembered_theme = self.theme
+        """The theme the settings file names (or the app began with): a change is written there."""
+        self.theme_lock = threading.Lock()
+
+    def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, theme: object) -> None:
+        """`t` or the palette changed the theme: remember it in the user's settings file."""
+        if self.theme != self.remembered_theme:
+            self.remember_theme()
+
+    @work(thread=True, group="theme", exit_on_error=False, description="remember the theme")
+    def remember_theme(self) -> None:
+        """Write the theme in force into the settings file (in a thread: it may import pydantic and
+        touch a slow disk). A file that cannot be written is said, never fatal: the theme holds for
+        this run."""
+        from inspector.settings import SettingsError, remember_theme
+
+        with self.theme_lock:  # one write at a time, of the theme in force when it is written
+            theme = self.theme
+            if theme == self.remembered_theme:
+                return
+            try:
+                path = remember_theme(theme)
+            except SettingsError as exc:
+                self.remembered_theme = theme  # said once, not at every toggle back and forth
+                notify(
+                    self.screen, f"theme {theme} for this run only: {exc}", title="theme", severity="warning"
+                )
+                return
+            self.remembered_theme = theme
+        if path is not None:
+            notify(self.screen, f"theme {theme}, remembered in {path}", title="theme", timeout=3)
 
     def get_default_screen(self) -> Screen[None]:
         if self.transcript is None:

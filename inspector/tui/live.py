@@ -86,7 +86,9 @@ class Crossing:
                 f"request {self.request}: context {self.context:,} crossed the trigger {trigger:,}: "
                 f"{far}; the policy's reactive layers act from here"
             )
-        return f"request {self.request}: context {self.context:,} crossed the warning line {self.value:,}: {far}"
+        return (
+            f"request {self.request}: context {self.context:,} crossed the warning line {self.value:,}: {far}"
+        )
 
 
 def crossing(before: int | None, after: int, request: int, trigger: int, target: int) -> Crossing | None:
