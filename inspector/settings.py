@@ -8,8 +8,8 @@ that uses them (the app, `tour`, `calibrate`, `sessions`; `report`, `findings`, 
 - `session_folders`: more folders where discovery (the session picker, `sessions`) finds sessions.
 
 The app remembers the theme the user chose (`remember_theme`): it edits the file's `theme` line
-(or adds one), every other line as the user wrote it; only where the command line made the file's
-settings the ones in force (`use`), so a library caller or a test never writes the user's file.
+(or adds one), every other line as the user wrote it (the app opened by the command line only, so
+a library caller or a test never writes the user's file).
 
 No file: the defaults, and pydantic is never imported. A file: validated at the door
 (`inspector.door.settings_file`); a bad one is `SettingsError`, one line naming every problem
@@ -99,8 +99,6 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
 
 
 _current = DEFAULT
-_in_use = False
-"""Whether the command line made settings the ones in force (then a chosen theme is written)."""
 
 
 def current() -> Settings:
@@ -111,18 +109,15 @@ def current() -> Settings:
 
 def use(settings: Settings) -> None:
     """Make `settings` the ones in force (the command line, once, at its start)."""
-    global _current, _in_use
-    _current = settings
-    _in_use = True
-
-
-def remember_theme(theme: str, env: Mapping[str, str] | None = None) -> Path | None:
-    """Write `theme` into the settings file (`settings_path(env)`, made if missing): its `theme`
-    line changed, or one added; every other line kept. None where no settings are in use (a
-    library caller, a test): nothing is written. SettingsError (one line) when it cannot be."""
     global _current
-    if not _in_use:
-        return None
+    _current = settings
+
+
+def remember_theme(theme: str, env: Mapping[str, str] | None = None) -> Path:
+    """Write `theme` into the settings file (`settings_path(env)`, made if missing): its `theme`
+    line changed, or one added; every other line kept; the settings in force name it from now on.
+    The file written is returned; SettingsError (one line) when it cannot be written."""
+    global _current
     path = settings_path(env)
     if path.is_symlink():
         path = path.resolve()  # the file a link points to is edited, the link stays

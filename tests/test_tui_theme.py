@@ -35,15 +35,17 @@ def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """XDG_CONFIG_HOME in tmp_path; the settings in force put back after the test."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setattr(settings_module, "_current", settings_module._current)
-    monkeypatch.setattr(settings_module, "_in_use", settings_module._in_use)
     yield tmp_path / "config" / "context-inspector" / "settings.toml"
 
 
-def sample_app() -> InspectorApp:
+def sample_app(remember: bool = True) -> InspectorApp:
+    """The app on a sample, as `run_app` opens it (remembering the theme) unless `remember` is off."""
     path = sample_path("short-session")
     if not path.exists():
         pytest.skip("sample short-session not generated yet")
-    app = InspectorApp(load(path), policy="opencollab", window=SAMPLES["short-session"].window)
+    app = InspectorApp(
+        load(path), policy="opencollab", window=SAMPLES["short-session"].window, remember=remember
+    )
     app.animation_level = "none"
     return app
 
@@ -79,7 +81,7 @@ async def test_the_chosen_theme_is_written_and_the_next_start_opens_with_it(conf
     config.parent.mkdir(parents=True)
     config.write_text(USER_FILE, encoding="utf-8")
     assert settings_path() == config
-    use(load_settings())  # as the command line does at its start
+    use(load_settings())  # as the command line does at its start (then run_app, remembering)
     notes: list[Message] = []
     app = sample_app()
     assert app.theme == "textual-dark"
@@ -148,7 +150,8 @@ async def test_a_file_that_cannot_be_written_is_said_and_the_theme_holds(config:
 
 
 async def test_a_library_caller_never_writes_the_users_file(config: Path) -> None:
-    app = sample_app()  # no `use`: not started from the command line
+    use(load_settings())
+    app = sample_app(remember=False)  # a library caller: not the command line's app
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: app.main.view is not None, "the first request")
         await pilot.press("t")

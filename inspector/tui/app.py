@@ -1638,9 +1638,12 @@ class InspectorApp(App[None]):
         home: Path | None = None,
         tour: str | None = None,
         window_source: str = "--window",
+        remember: bool = False,
     ) -> None:
         """Open on `transcript` (followed live when a `follower` that read it is given), or, with
-        no transcript, on the session picker (`sessions`, `now` and `home` fix its rows for tests)."""
+        no transcript, on the session picker (`sessions`, `now` and `home` fix its rows for tests).
+        `remember`: a theme the user chooses is written into the user's settings file (the command
+        line's app; a library caller or a test never writes it unless asked)."""
         super().__init__()
         self.transcript = transcript
         self.policy = policy
@@ -1655,6 +1658,7 @@ class InspectorApp(App[None]):
         from inspector.settings import current
 
         self.theme = current().theme or "textual-dark"  # the user's settings file, where it names one
+        self.remember = remember
         self.remembered_theme = self.theme
         """The theme the settings file names (or the app began with): a change is written there."""
         self.theme_lock = threading.Lock()
@@ -1664,7 +1668,7 @@ class InspectorApp(App[None]):
 
     def _theme_changed(self, theme: object) -> None:
         """`t` or the palette changed the theme: remember it in the user's settings file."""
-        if self.theme != self.remembered_theme:
+        if self.remember and self.theme != self.remembered_theme:
             self.remember_theme()
 
     @work(thread=True, group="theme", exit_on_error=False, description="remember the theme")
@@ -1687,8 +1691,7 @@ class InspectorApp(App[None]):
                 )
                 return
             self.remembered_theme = theme
-        if path is not None:
-            notify(self.screen, f"theme {theme}, remembered in {path}", title="theme", timeout=3)
+        notify(self.screen, f"theme {theme}, remembered in {path}", title="theme", timeout=3)
 
     def get_default_screen(self) -> Screen[None]:
         if self.transcript is None:
@@ -1744,4 +1747,5 @@ def run_app(
         follower=follower,
         tour=tour,
         window_source=window_source,
+        remember=True,
     ).run()
