@@ -81,10 +81,13 @@ class KeyBar(Widget):
         active = self.screen.active_bindings
         app = self.app
         palette = active.get(app.COMMAND_PALETTE_BINDING) if app.ENABLE_COMMAND_PALETTE else None
+        hides = getattr(self.screen, "hides_key", None)  # keys that say why they do nothing here
         seen: set[str] = set()
         out: list[ActiveBinding] = []
         for shown in active.values():
             if not shown.binding.show or shown.binding.action in seen or shown is palette:
+                continue
+            if hides is not None and hides(shown.binding.action):
                 continue
             seen.add(shown.binding.action)
             out.append(shown)
