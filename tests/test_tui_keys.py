@@ -110,6 +110,12 @@ async def test_keys_at_the_last_request_say_why() -> None:
             "short-session.jsonl is not followed as it grows (--follow follows a file being written): "
             f"f keeps the view on its last request, {total}"
         )
+        # End in the columns moves the cursor (no note); the screen's end key says why it follows nothing
+        main.action_follow_newest()
+        await pilot.pause(0.1)
+        assert toasts.said()[-1] == (
+            "short-session.jsonl is not followed as it grows: end follows a live file's newest request"
+        )
         # the key bar leaves out the keys that never apply to this screen
         keys = shown_keys(app)
         assert "s" not in keys and "full_stop" not in keys and "a" not in keys and "escape" not in keys

@@ -720,7 +720,9 @@ class MainScreen(Screen[None]):
         last = time.monotonic()
         pacer = Pacer()
         if len(seed) >= total:
-            self.post_message(ScanProgress(fired, frozenset(simulated), total, total, generation, tuple(sent)))
+            self.post_message(
+                ScanProgress(fired, frozenset(simulated), total, total, generation, tuple(sent))
+            )
             self._estimate_harness(replay, generation, worker)
             return
         if self.follower is None:
@@ -1120,7 +1122,8 @@ class MainScreen(Screen[None]):
     def _show_spawned(self, message_id: str | None) -> None:
         """The message pane says so when its message ran a subagent (`a` lists it, enter opens)."""
         ref = self.subagent_links().get(message_id) if message_id is not None else None
-        self.detail.border_subtitle = line(f"ran subagent {ref.agent_id}: a lists it" if ref is not None else "")
+        said = f"ran subagent {ref.agent_id}: a lists it" if ref is not None else ""
+        self.detail.border_subtitle = line(said)
 
     @on(LedgerColumns.Opened)
     def opened(self, event: LedgerColumns.Opened) -> None:
@@ -1201,7 +1204,9 @@ class MainScreen(Screen[None]):
             return True
         if k > self.total:
             more = "; more come as the file grows" if self.live else ""
-            notify(self, f"this is request {self.total:,}, the last one{more}: [ goes to the previous", timeout=3)
+            notify(
+                self, f"this is request {self.total:,}, the last one{more}: [ goes to the previous", timeout=3
+            )
             return True
         return False
 
@@ -1235,7 +1240,9 @@ class MainScreen(Screen[None]):
         self.go(self.total)
 
     def _jump_event(self, direction: int) -> None:
-        if not self.ready("looking for the next event" if direction > 0 else "looking for the previous event"):
+        if not self.ready(
+            "looking for the next event" if direction > 0 else "looking for the previous event"
+        ):
             return
         if self.session is None:
             return
@@ -1318,12 +1325,22 @@ class MainScreen(Screen[None]):
 
     def action_follow_newest(self) -> None:
         """End (live): follow the newest request again."""
+        if not self.live:
+            notify(
+                self,
+                f"{self.file_name} is not followed as it grows: end follows a live file's newest request",
+                timeout=3,
+            )
+            return
+        self._follow_newest()
+
+    def _follow_newest(self) -> None:
         if self.live and not self.following:
             self.following = True
 
     @on(LedgerColumns.EndPressed)
     def end_pressed(self, event: LedgerColumns.EndPressed) -> None:
-        self.action_follow_newest()
+        self._follow_newest()  # (End in the columns also moves the cursor to the last row: no note)
 
     @on(Worker.StateChanged)
     def worker_changed(self, event: Worker.StateChanged) -> None:
@@ -1468,9 +1485,7 @@ class MainScreen(Screen[None]):
         if self.app.screen is not self:
             return  # the user went elsewhere meanwhile
         window = self.window_arg if self.window_source == "--window" else None
-        screen = MainScreen(
-            event.transcript, self.policy_arg, window, "last", parent=self, agent=event.agent
-        )
+        screen = MainScreen(event.transcript, self.policy_arg, window, "last", parent=self, agent=event.agent)
         self.app.push_screen(screen)
 
     def _back_to_parent(self) -> bool:
@@ -1540,7 +1555,9 @@ class MainScreen(Screen[None]):
     def _no_stops(self) -> bool:
         """Whether there is no tour to step through (a notification says why)."""
         if self.tour_name is None:
-            notify(self, "no tour here: context-inspector tour NAME opens a scenario with its stops", timeout=4)
+            notify(
+                self, "no tour here: context-inspector tour NAME opens a scenario with its stops", timeout=4
+            )
             return True
         if self.tour is None:
             notify(self, f"the tour of {self.tour_name} is still being prepared", timeout=3)
@@ -1733,7 +1750,9 @@ class MainScreen(Screen[None]):
                 else "; this session records none"
             )
             notify(
-                self, f"the harness recorded no compaction right before request {view.index}{where}", timeout=4
+                self,
+                f"the harness recorded no compaction right before request {view.index}{where}",
+                timeout=4,
             )
             return
         self.app.push_screen(CompactionScreen(view.opened))
@@ -1816,7 +1835,11 @@ class MainScreen(Screen[None]):
     def action_sessions(self) -> None:
         """Back to the session picker (this screen, its workers and its follower go)."""
         if self.parent_screen is not None:
-            notify(self, f"this is a subagent of {self.parent_screen.file_name}: esc goes back to it first", timeout=4)
+            notify(
+                self,
+                f"this is a subagent of {self.parent_screen.file_name}: esc goes back to it first",
+                timeout=4,
+            )
             return
         if not self._picker_below():
             notify(
