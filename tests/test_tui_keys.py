@@ -4,6 +4,7 @@ ones that never apply here)."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -122,7 +123,7 @@ async def test_keys_at_the_last_request_say_why() -> None:
         assert "question_mark" in keys and "q" in keys
 
 
-async def test_keys_at_the_first_request_say_why() -> None:
+async def test_keys_at_the_first_request_say_why(tmp_path: Path) -> None:
     toasts = Toasts()
     app = sample_app("first")
     async with app.run_test(size=SIZE, notifications=True, message_hook=toasts.hook) as pilot:
@@ -141,6 +142,15 @@ async def test_keys_at_the_first_request_say_why() -> None:
             "it has no transcript of its own to open"
         )
         assert app.screen is main
+        # a subagent whose file is gone: one line, and the session stays
+        gone = tmp_path / "agent-gone.jsonl"
+        main.open_subagent(SubagentRef(agent_id="gone", path=str(gone), layout="subagents/ (2.1)"))
+        deadline = time.monotonic() + 5
+        while not toasts.said()[-1].startswith("cannot open subagent gone: "):
+            assert time.monotonic() < deadline, toasts.said()[-1]
+            await pilot.pause(0.05)
+        assert str(gone) in toasts.said()[-1] and "\n" not in toasts.said()[-1]
+        assert app.screen is main and app.main is main
 
 
 async def test_compare_at_the_last_request_says_why() -> None:

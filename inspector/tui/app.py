@@ -1476,7 +1476,8 @@ class MainScreen(Screen[None]):
         try:
             transcript = load(Path(ref.path))
         except (LoaderError, OSError, ValueError) as exc:
-            self.post_message(LoadFailed(f"cannot open subagent {ref.agent_id}: {exc}", generation))
+            # said whatever the generation (a live session's grows at every update)
+            notify(self, f"cannot open subagent {ref.agent_id}: {exc}", title="subagent", severity="error")
             return
         self.post_message(SubagentLoaded(transcript, ref, generation))
 

@@ -4,7 +4,8 @@ One widget that draws every key itself, where the Footer mounts a widget per key
 all again whenever the bindings may have changed (at every change of focus): at the first paint
 of a session, three times over, some 0.08 s of the app's 0.55 s. Here a change of bindings is
 one repaint. A key is pressed by clicking it; a disabled one is drawn dim and rings the bell; the
-command palette's key sits at the right end.
+command palette's key sits at the right end. A key the screen's `hides_key(action)` names is left
+out (it still runs, and says why it does nothing there).
 """
 
 from __future__ import annotations
