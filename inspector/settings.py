@@ -7,6 +7,10 @@ that uses them (the app, `tour`, `calibrate`, `sessions`; `report`, `findings`, 
 - `estimator`: `calibrate`'s default --estimator;
 - `session_folders`: more folders where discovery (the session picker, `sessions`) finds sessions.
 
+The app remembers the theme the user chose (`remember_theme`): it edits the file's `theme` line
+(or adds one), every other line as the user wrote it (the app opened by the command line only, so
+a library caller or a test never writes the user's file).
+
 No file: the defaults, and pydantic is never imported. A file: validated at the door
 (`inspector.door.settings_file`); a bad one is `SettingsError`, one line naming every problem
 with its location (the command line prints it and exits 2). Pure core: no Textual.
@@ -15,13 +19,23 @@ with its location (the command line prints it and exits 2). Pure core: no Textua
 from __future__ import annotations
 
 import os
+import tempfile
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
 from msgspec import Struct
 
-__all__ = ["DEFAULT", "Settings", "SettingsError", "current", "load_settings", "settings_path", "use"]
+__all__ = [
+    "DEFAULT",
+    "Settings",
+    "SettingsError",
+    "current",
+    "load_settings",
+    "remember_theme",
+    "settings_path",
+    "use",
+]
 
 DEFAULT_ESTIMATOR = "heuristic"
 
@@ -97,3 +111,46 @@ def use(settings: Settings) -> None:
     """Make `settings` the ones in force (the command line, once, at its start)."""
     global _current
     _current = settings
+
+
+def remember_theme(theme: str, env: Mapping[str, str] | None = None) -> Path:
+    """Write `theme` into the settings file (`settings_path(env)`, made if missing): its `theme`
+    line changed, or one added; every other line kept; the settings in force name it from now on.
+    The file written is returned; SettingsError (one line) when it cannot be written."""
+    global _current
+    path = settings_path(env)
+    if path.is_symlink():
+        path = path.resolve()  # the file a link points to is edited, the link stays
+    try:
+        text = path.read_bytes().decode("utf-8")  # its line ends as they are
+        mode: int | None = path.stat().st_mode & 0o777
+    except (FileNotFoundError, NotADirectoryError):
+        text, mode = "", None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(
+            f"cannot read the settings file {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
+    from inspector.door.settings_file import with_theme
+
+    try:
+        edited = with_theme(text, theme)
+    except ValueError as exc:
+        raise SettingsError(f"{path}: {exc}") from None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".toml", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(edited)
+            if mode is not None:
+                os.chmod(tmp, mode)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise SettingsError(f"cannot write the settings file {path}: {exc.strerror or exc}") from None
+    _current = Settings(
+        theme=theme, estimator=_current.estimator, session_folders=_current.session_folders, path=path
+    )
+    return path

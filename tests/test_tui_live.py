@@ -21,12 +21,14 @@ from textual.notifications import Notify
 from inspector import cli
 from inspector.formats import load
 from inspector.replay import Replay
+from inspector.replay.distance import percent
 from inspector.samples import sample_path
 from inspector.tokens.harness import harness_tokens
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.live import crossing, open_transcript, recently_modified, warning_line
 from inspector.tui.viewmodel import summary_line
+from inspector.tui.widgets.gauge import distance as gauge_distance
 
 SIZE = (160, 48)
 WAIT = 6.0
@@ -258,11 +260,28 @@ async def test_crossing_the_warning_line_then_the_trigger_notifies(tmp_path: Pat
         await wait_until(pilot, lambda: len(pressure()) == 1, "the warning notification")
         assert f"request {k_warn}: context" in pressure()[0]
         assert "crossed the warning line 147,000" in pressure()[0]
+        # the distance, as the header says it: tokens and % to the trigger, then the other lines
+        said = pressure()[0]
+        context = int(said.split(": context ")[1].split(" ")[0].replace(",", ""))
+        assert warn <= context < trigger
+        left = trigger - context
+        assert f": {left:,} to trigger 167,000 ({percent(left / window)} of window) · " in said
+        assert f"{window - context:,} to window 200,000" in said
+        await wait_until(
+            pilot, lambda: main.view is not None and main.view.index == k_warn, "the newest request shown"
+        )
+        assert main.view is not None and main.view.context == context
+        assert gauge_distance(main.view).startswith(f"{left:,} to trigger 167,000 (")  # the same words
 
         append(path, b"".join(lines[at_warn:at_trigger]))
         await wait_until(pilot, lambda: len(pressure()) == 2, "the trigger notification")
         assert f"request {k_trigger}: context" in pressure()[1]
         assert "crossed the trigger 167,000" in pressure()[1]
+        over = int(pressure()[1].split(": context ")[1].split(" ")[0].replace(",", "")) - trigger
+        assert f"{over:,} over trigger 167,000 (" in pressure()[1] or (
+            over == 0 and "at trigger" in pressure()[1]
+        )
+        assert pressure()[1].endswith("the policy's reactive layers act from here")
         await wait_until(pilot, lambda: "crossed the trigger 167,000" in screen_text(app), "the toast")
         warnings = [
             m.notification for m in notes if isinstance(m, Notify) and "crossed" in m.notification.message

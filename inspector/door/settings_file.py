@@ -5,11 +5,14 @@ reads the file and builds its `Settings` from this).
     estimator = "tiktoken"               # calibrate's default --estimator
     session_folders = ["~/backups/claude", "/mnt/old/codex"]   # more places to find sessions
 
-Every problem is reported with its location, in one line. Imported only when the file exists.
+Every problem is reported with its location, in one line. Imported only when the file exists
+(or when the app remembers a theme: `with_theme` edits the file's text, one line of it).
 """
 
 from __future__ import annotations
 
+import re
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -18,7 +21,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from inspector.door import one_line, problem_text
 
-__all__ = ["ESTIMATORS", "KEYS", "THEMES", "SettingsFile", "parse_settings"]
+__all__ = ["ESTIMATORS", "KEYS", "THEMES", "SettingsFile", "parse_settings", "with_theme"]
 
 THEMES = (
     "ansi-dark",
@@ -97,3 +100,45 @@ def resolve_folder(text: str, base: Path) -> Path:
     """A folder of `session_folders` as a path: `~` expanded, relative to `base`."""
     path = Path(text).expanduser()
     return path if path.is_absolute() else base / path
+
+
+_THEME_LINE = re.compile(
+    r"""^(?P<key>[ \t]*(?:theme|"theme"|'theme')[ \t]*=[ \t]*)(?P<value>"[^"\n]*"|'[^'\n]*')?(?P<rest>.*)$"""
+)
+_TABLE = re.compile(r"^[ \t]*\[")
+
+
+def with_theme(text: str, theme: str) -> str:
+    """The settings file's `text` with `theme = "THEME"`: its `theme` line's value replaced (a
+    comment after it kept), or, where it has none, a line added (at the end of the top-level keys);
+    every other line as the user wrote it. ValueError (one line) for an unknown theme, a file that
+    is not TOML, or one this edit cannot change without touching anything else."""
+    _theme(theme)
+    try:
+        before = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"not valid TOML ({exc}): left as it is") from None
+    rows = text.splitlines(keepends=True)
+    wanted = f'"{theme}"'
+    top = next((i for i, row in enumerate(rows) if _TABLE.match(row)), len(rows))
+    for i in range(top):
+        found = _THEME_LINE.match(rows[i].rstrip("\r\n"))
+        if found is not None:
+            end = rows[i][len(rows[i].rstrip("\r\n")) :]
+            rest = found["rest"] if found["value"] is not None else ""
+            rows[i] = f"{found['key']}{wanted}{rest}{end or chr(10)}"
+            break
+    else:
+        if top and not rows[top - 1].endswith("\n"):
+            rows[top - 1] += "\n"
+        rows.insert(top, f"theme = {wanted}\n")
+    edited = "".join(rows)
+    try:
+        after = tomllib.loads(edited)
+    except tomllib.TOMLDecodeError:
+        after = {}
+    if after.get("theme") != theme or {k: v for k, v in after.items() if k != "theme"} != {
+        k: v for k, v in before.items() if k != "theme"
+    }:
+        raise ValueError("its theme line could not be changed without touching the rest: left as it is")
+    return edited

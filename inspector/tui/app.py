@@ -35,8 +35,9 @@ from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from inspector.findings import Finding, find_all
+from inspector.formats import LoaderError, load
 from inspector.live import Follower, SessionInfo
-from inspector.model import RecordedEvent, Transcript
+from inspector.model import RecordedEvent, SubagentRef, Transcript
 from inspector.model.bulk import hold_loaded
 from inspector.model.cost import money_at
 from inspector.model.sanitize import one_line
@@ -65,11 +66,13 @@ from inspector.tui.messages import (
     SearchDone,
     SessionOpened,
     StepReady,
+    SubagentLoaded,
     TourReady,
     TranscriptChanged,
 )
 from inspector.tui.picker import PickerScreen
 from inspector.tui.screens import HelpScreen, MessageScreen, PolicyScreen, PromptScreen
+from inspector.tui.subagents import SubagentsScreen, openable, subagent_line, subagent_links
 from inspector.tui.text import join, line, lines, notify
 from inspector.tui.viewmodel import (
     SIMULATED_COMPACTION_LAYERS,
@@ -160,6 +163,12 @@ COMMANDS: list[tuple[str, str, str]] = [
         "At a request right after the harness compacted: the ledger before it beside what came after",
         "open_compaction",
     ),
+    (
+        "Subagents",
+        "The subagents this session ran (Task calls): enter opens one's transcript, esc comes back",
+        "subagents",
+    ),
+    ("Back to the session", "On a subagent's transcript: back to the session that ran it", "close_search"),
     ("Toggle the panels", "Small terminals: the pipeline, the side panes or the chart", "toggle_panel"),
     ("Toggle light / dark theme", "Switch between the dark and the light theme", "toggle_theme"),
     ("Back to sessions", "The sessions found on this machine (when opened on the picker)", "sessions"),
@@ -368,12 +377,23 @@ class MainScreen(Screen[None]):
             tooltip="Save this screen as an SVG in the current directory",
         ),
         Binding("c", "compare", "Compare", tooltip="Compare this request under another policy"),
+        Binding(
+            "a",
+            "subagents",
+            "Subagents",
+            tooltip="The subagents this session ran: enter opens one, esc there comes back",
+        ),
         Binding("t", "toggle_theme", "Theme", tooltip="Light or dark theme", show=False),
         Binding("enter", "open_message", "Open", show=False),
         Binding("question_mark", "help", "Help", tooltip="Keys and what the columns mean"),
         Binding("s", "sessions", "Sessions", tooltip="Back to the sessions on this machine"),
         Binding("q", "quit", "Quit"),
-        Binding("escape", "close_search", "Close search", show=False),
+        Binding(
+            "escape",
+            "close_search",
+            "Back",
+            tooltip="Close the search; on a subagent's transcript, back to its session",
+        ),
         Binding("end", "follow_newest", "Follow newest", show=False),
     ]
 
@@ -388,7 +408,9 @@ class MainScreen(Screen[None]):
         """The footer's keys in order of use, where not all fit: help and quit first."""
         tour = ("next_stop", "previous_stop") if self.tour_name is not None else ()
         narrow = ("toggle_panel",) if self.has_class("-narrow") else ()
+        back = ("close_search",) if self.parent_screen is not None else ()
         return (
+            *back,
             "help",
             "quit",
             *tour,
@@ -399,6 +421,7 @@ class MainScreen(Screen[None]):
             "next_event",
             "open_compaction",
             "findings",
+            "subagents",
             "compare",
             "lab",
             "export_svg",
@@ -428,8 +451,16 @@ class MainScreen(Screen[None]):
         follower: Follower | None = None,
         tour: str | None = None,
         window_source: str = "--window",
+        parent: MainScreen | None = None,
+        agent: SubagentRef | None = None,
     ) -> None:
-        super().__init__(id="main")
+        super().__init__(id="main" if parent is None else None)
+        self.parent_screen = parent
+        """The session's screen, when this one shows one of its subagents (esc goes back to it)."""
+        self.agent = agent
+        """The subagent shown (with `parent`)."""
+        self.links: tuple[Transcript, dict[str, SubagentRef]] | None = None
+        """Which messages of the transcript spawned or answered which subagent (`subagent_links`)."""
         self.window_source = window_source
         """What `window` is, when given: "--window", or "sample" (a bundled sample's own)."""
         self.tour_name = tour
@@ -515,6 +546,13 @@ class MainScreen(Screen[None]):
         yield KeyBar()
 
     @property
+    def shown_name(self) -> str:
+        """What the header calls this transcript: its file, or, for a subagent, whose it is."""
+        if self.parent_screen is not None and self.agent is not None:
+            return f"{self.parent_screen.shown_name} › subagent {one_line(self.agent.agent_id, 40)}"
+        return self.file_name
+
+    @property
     def file_name(self) -> str:
         """The transcript's file name, shown literally (control characters made visible)."""
         return one_line(os.path.basename(self.transcript.path), 120) or "transcript"
@@ -526,7 +564,7 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         name = self.file_name
-        self.title_text = name
+        self.title_text = self.shown_name
         self._show_title()
         self.gauge.set_class(self.following, "-following")
         n = len(self.transcript.messages)
@@ -684,7 +722,9 @@ class MainScreen(Screen[None]):
         last = time.monotonic()
         pacer = Pacer()
         if len(seed) >= total:
-            self.post_message(ScanProgress(fired, frozenset(simulated), total, total, generation, tuple(sent)))
+            self.post_message(
+                ScanProgress(fired, frozenset(simulated), total, total, generation, tuple(sent))
+            )
             self._estimate_harness(replay, generation, worker)
             return
         if self.follower is None:
@@ -809,6 +849,8 @@ class MainScreen(Screen[None]):
             if replay.window_source == "sample"
             else None
         )
+        if self.parent_screen is not None and self.agent is not None:
+            said = subagent_line(self.agent, self.parent_screen.file_name, self.parent_screen.request)
         banner.set_class(said is not None, "-shown")
         if said is not None:
             banner.update(line(said))
@@ -817,7 +859,7 @@ class MainScreen(Screen[None]):
         window = (
             f"window {tokens(replay.window)} ({replay.window_source})" if replay.window else "window unknown"
         )
-        name = self.file_name
+        name = self.shown_name
         rule = f" · {replay.budget.rule}" if replay.budget.rule else ""  # the harness rule, by version
         self.title_text = f"{name} · policy {replay.policy.name} · {window}{rule}"
         self._show_title()
@@ -952,7 +994,7 @@ class MainScreen(Screen[None]):
         if crossed is not None:
             notify(
                 self,
-                crossed.message(budget.trigger),
+                crossed.message(budget.trigger, budget.blocking, budget.window),
                 title="context pressure",
                 severity="error" if crossed.line == "trigger" else "warning",
                 timeout=10,
@@ -1077,6 +1119,13 @@ class MainScreen(Screen[None]):
         if event.detail is not None and event.detail.row != self.columns.cursor_row:
             return
         self.detail.show(event.detail)
+        self._show_spawned(event.detail.message_id if event.detail is not None else None)
+
+    def _show_spawned(self, message_id: str | None) -> None:
+        """The message pane says so when its message ran a subagent (`a` lists it, enter opens)."""
+        ref = self.subagent_links().get(message_id) if message_id is not None else None
+        said = f"ran subagent {ref.agent_id}: a lists it" if ref is not None else ""
+        self.detail.border_subtitle = line(said)
 
     @on(LedgerColumns.Opened)
     def opened(self, event: LedgerColumns.Opened) -> None:
@@ -1139,22 +1188,64 @@ class MainScreen(Screen[None]):
         message = self.view.message_at(self.columns.cursor_row)
         return message.id if message is not None else None
 
+    def ready(self, what: str) -> bool:
+        """Whether there are requests to act on; if not, a notification says why `what` cannot be
+        done yet (the session is still being read, or it has no requests)."""
+        if self.replay is None:
+            notify(self, f"{self.file_name} is still being read: {what} once it is shown", timeout=3)
+            return False
+        if not self.total:
+            notify(self, f"{what}: {self._no_requests()}", timeout=3)
+            return False
+        return True
+
+    def _at_end(self, k: int) -> bool:
+        """Whether request k is past either end; if so, a notification says which end it is."""
+        if k < 1:
+            notify(self, "this is request 1, the first one: ] goes to the next", timeout=3)
+            return True
+        if k > self.total:
+            more = "; more come as the file grows" if self.live else ""
+            notify(
+                self, f"this is request {self.total:,}, the last one{more}: [ goes to the previous", timeout=3
+            )
+            return True
+        return False
+
     def action_next_request(self) -> None:
+        if not self.ready("stepping to the next request") or self._at_end(self.request + 1):
+            return
         self.following = False
         self.go(self.request + 1)
 
     def action_previous_request(self) -> None:
+        if not self.ready("stepping to the previous request") or self._at_end(self.request - 1):
+            return
         self.following = False
         self.go(self.request - 1)
 
     def action_first_request(self) -> None:
+        if not self.ready("going to the first request"):
+            return
+        if self.request == 1:
+            notify(self, "this is request 1, the first one already", timeout=3)
+            return
         self.following = False
         self.go(1)
 
     def action_last_request(self) -> None:
+        if not self.ready("going to the last request"):
+            return
+        if self.request == self.total:
+            notify(self, f"this is request {self.total:,}, the last one already", timeout=3)
+            return
         self.go(self.total)
 
     def _jump_event(self, direction: int) -> None:
+        if not self.ready(
+            "looking for the next event" if direction > 0 else "looking for the previous event"
+        ):
+            return
         if self.session is None:
             return
         recorded = self.session.recorded
@@ -1169,7 +1260,13 @@ class MainScreen(Screen[None]):
                 self.go(k)
                 return
             k += direction
-        notify(self, "no further request where a layer starts firing or a compaction was recorded", timeout=3)
+        where = f"after request {self.request:,}" if direction > 0 else f"before request {self.request:,}"
+        key = "N goes back" if direction > 0 else "n goes on"
+        notify(
+            self,
+            f"no request {where} where a layer starts firing or a compaction was recorded ({key})",
+            timeout=3,
+        )
 
     def action_next_event(self) -> None:
         self.following = False
@@ -1180,7 +1277,7 @@ class MainScreen(Screen[None]):
         self._jump_event(-1)
 
     def action_goto(self) -> None:
-        if not self.total:
+        if not self.ready("going to a request"):
             return
         total = self.total
 
@@ -1217,16 +1314,35 @@ class MainScreen(Screen[None]):
             self.gauge.border_subtitle = line(self._gauge_subtitle(self.view))
 
     def action_toggle_follow(self) -> None:
+        if not self.ready("following the newest request"):
+            return
+        if not self.following and not self.live:
+            why = (
+                f"following {self.file_name} stopped ({one_line(self.tail_stopped, 120)})"
+                if self.tail_stopped is not None
+                else f"{self.file_name} is not followed as it grows (--follow follows a file being written)"
+            )
+            notify(self, f"{why}: f keeps the view on its last request, {self.total:,}", timeout=4)
         self.following = not self.following
 
     def action_follow_newest(self) -> None:
         """End (live): follow the newest request again."""
+        if not self.live:
+            notify(
+                self,
+                f"{self.file_name} is not followed as it grows: end follows a live file's newest request",
+                timeout=3,
+            )
+            return
+        self._follow_newest()
+
+    def _follow_newest(self) -> None:
         if self.live and not self.following:
             self.following = True
 
     @on(LedgerColumns.EndPressed)
     def end_pressed(self, event: LedgerColumns.EndPressed) -> None:
-        self.action_follow_newest()
+        self._follow_newest()  # (End in the columns also moves the cursor to the last row: no note)
 
     @on(Worker.StateChanged)
     def worker_changed(self, event: Worker.StateChanged) -> None:
@@ -1252,6 +1368,10 @@ class MainScreen(Screen[None]):
             self._kick_live()
 
     def action_search(self) -> None:
+        if self.view is None:
+            if self.ready("searching the ledger"):
+                notify(self, "the request is being shaped: / searches it once it is shown", timeout=3)
+            return
         search = self.search_input
         search.add_class("-visible")
         if self.last_query and not search.value:
@@ -1262,9 +1382,14 @@ class MainScreen(Screen[None]):
         if self.search_input.has_class("-visible"):
             self.search_input.remove_class("-visible")
             self.columns.focus()
+            return
+        if self._back_to_parent():
+            return
+        notify(self, "nothing to close here (the search is not open): q quits", timeout=3)
 
     def action_choose_policy(self) -> None:
         if self.replay is None:
+            self.ready("choosing a policy")
             return
         presets = [(p.name, p.description) for p in PRESETS.values()]
 
@@ -1276,7 +1401,7 @@ class MainScreen(Screen[None]):
 
     def action_compare(self, policy: str | None = None) -> None:
         """Ask for a second policy (unless given) and show both side by side at this request."""
-        if self.replay is None or not self.request:
+        if not self.ready("comparing two policies") or self.replay is None or not self.request:
             return
         replay, request = self.replay, self.request
 
@@ -1289,11 +1414,14 @@ class MainScreen(Screen[None]):
             return
         presets = [(p.name, p.description) for p in PRESETS.values()]
         others = [p for p in presets if p[0] != replay.policy.name]
+        if not others:
+            notify(self, f"{replay.policy.name} is the only policy there is: nothing to compare it with")
+            return
         self.app.push_screen(PolicyScreen(others or presets, "", title="Compare with which policy?"), done)
 
     def action_findings(self) -> None:
         """The findings of this replay (computed once per replay, in a worker), in a panel."""
-        if self.replay is None:
+        if not self.ready("looking for findings"):
             return
         cached = self.findings_cache
         if cached is not None and cached[0] == self.generation:
@@ -1301,6 +1429,74 @@ class MainScreen(Screen[None]):
             return
         notify(self, "looking for findings…", timeout=2)
         self.compute_findings(self.replay, self.generation)
+
+    # -- subagents ---------------------------------------------------------------------------
+    def subagent_links(self) -> dict[str, SubagentRef]:
+        """Message id -> the subagent it spawned or answered, for the transcript shown (kept)."""
+        if self.links is None or self.links[0] is not self.transcript:
+            self.links = (self.transcript, subagent_links(self.transcript))
+        return self.links[1]
+
+    def action_subagents(self) -> None:
+        """The subagents of this session; the one chosen opens on a screen of its own."""
+        subagents = self.transcript.subagents
+        if not subagents:
+            what = f"subagent {self.agent.agent_id}" if self.agent is not None else self.file_name
+            notify(
+                self,
+                f"{what} ran no subagents (none in its file, none in a subagents/ folder beside it)",
+                timeout=4,
+            )
+            return
+        message = self.view.message_at(self.columns.cursor_row) if self.view is not None else None
+        linked = self.subagent_links().get(message.id) if message is not None else None
+
+        def done(ref: SubagentRef | None) -> None:
+            if ref is not None:
+                self.open_subagent(ref)
+
+        self.app.push_screen(
+            SubagentsScreen(subagents, self.file_name, linked.agent_id if linked is not None else None), done
+        )
+
+    def open_subagent(self, ref: SubagentRef) -> None:
+        """Read the subagent's transcript (in a worker); it opens on a main screen of its own."""
+        if not openable(ref) or ref.path is None:
+            notify(
+                self,
+                f"subagent {ref.agent_id} was written inline, in {self.file_name} itself (Claude Code 1.0): "
+                "it has no transcript of its own to open",
+                timeout=5,
+            )
+            return
+        notify(self, f"reading subagent {ref.agent_id}…", timeout=2)
+        self.load_subagent(ref, self.generation)
+
+    @work(thread=True, exclusive=True, group="subagent", exit_on_error=False, description="read a subagent")
+    def load_subagent(self, ref: SubagentRef, generation: int) -> None:
+        assert ref.path is not None
+        try:
+            transcript = load(Path(ref.path))
+        except (LoaderError, OSError, ValueError) as exc:
+            # said whatever the generation (a live session's grows at every update)
+            notify(self, f"cannot open subagent {ref.agent_id}: {exc}", title="subagent", severity="error")
+            return
+        self.post_message(SubagentLoaded(transcript, ref, generation))
+
+    @on(SubagentLoaded)
+    def subagent_loaded(self, event: SubagentLoaded) -> None:
+        if self.app.screen is not self:
+            return  # the user went elsewhere meanwhile
+        window = self.window_arg if self.window_source == "--window" else None
+        screen = MainScreen(event.transcript, self.policy_arg, window, "last", parent=self, agent=event.agent)
+        self.app.push_screen(screen)
+
+    def _back_to_parent(self) -> bool:
+        """On a subagent's screen: back to the session's (same request, same selection)."""
+        if self.parent_screen is None or self.app.screen is not self:
+            return False
+        self.app.pop_screen()
+        return True
 
     # -- tour ---------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="tour", exit_on_error=False, description="prepare the tour")
@@ -1359,8 +1555,23 @@ class MainScreen(Screen[None]):
                 return
         self.go(stop.request)
 
+    def _no_stops(self) -> bool:
+        """Whether there is no tour to step through (a notification says why)."""
+        if self.tour_name is None:
+            notify(
+                self, "no tour here: context-inspector tour NAME opens a scenario with its stops", timeout=4
+            )
+            return True
+        if self.tour is None:
+            notify(self, f"the tour of {self.tour_name} is still being prepared", timeout=3)
+            return True
+        if not self.tour.stops:
+            notify(self, f"the tour of {self.tour_name} has no stops", timeout=3)
+            return True
+        return False
+
     def action_next_stop(self) -> None:
-        if self.tour is None or not self.tour.stops:
+        if self._no_stops() or self.tour is None:
             return
         if self.stop_index + 1 >= len(self.tour.stops):
             notify(self, "that was the last stop of the tour", timeout=3)
@@ -1369,7 +1580,7 @@ class MainScreen(Screen[None]):
         self._go_stop()
 
     def action_previous_stop(self) -> None:
-        if self.tour is None or not self.tour.stops:
+        if self._no_stops() or self.tour is None:
             return
         if self.stop_index == 0:
             notify(self, "this is the first stop of the tour", timeout=3)
@@ -1396,6 +1607,8 @@ class MainScreen(Screen[None]):
 
     def action_calibrate(self) -> None:
         """The calibration's accuracy on this session and its five worst-predicted requests."""
+        if not self.ready("judging the calibration"):
+            return
 
         def done(request: int | None) -> None:
             if request is not None:
@@ -1430,7 +1643,7 @@ class MainScreen(Screen[None]):
 
     def action_lab(self) -> None:
         """The what-if form: apply replays under the policy and window it gives."""
-        if self.replay is None:
+        if not self.ready("the what-if lab") or self.replay is None:
             return
 
         def done(result: LabResult | None) -> None:
@@ -1462,6 +1675,7 @@ class MainScreen(Screen[None]):
 
     def action_set_window(self) -> None:
         if self.replay is None:
+            self.ready("setting the window")
             return
 
         def check(value: str) -> str | None:
@@ -1495,7 +1709,10 @@ class MainScreen(Screen[None]):
         self.reshape(self.replay, None, window, self.generation)
 
     def action_open_message(self) -> None:
-        if self.search_input.has_focus or self.view is None:
+        if self.search_input.has_focus:
+            return
+        if self.view is None:
+            self.ready("opening a message")
             return
         detail = self.detail.detail
         row = self.columns.cursor_row
@@ -1504,6 +1721,7 @@ class MainScreen(Screen[None]):
             # a fast Down and Enter opens the message the cursor is on
             detail = build_detail(self.view, row, self.transcript)
             if detail is None:
+                notify(self, f"request {self.view.index} holds no message to open", timeout=3)
                 return
             if self.detail_timer is not None:
                 self.detail_timer.stop()
@@ -1525,6 +1743,7 @@ class MainScreen(Screen[None]):
     def action_open_compaction(self) -> None:
         view = self.view
         if view is None:
+            self.ready("opening the recorded compaction")
             return
         if view.opened is None:
             recorded = sorted(self.session.recorded) if self.session is not None else []
@@ -1534,13 +1753,15 @@ class MainScreen(Screen[None]):
                 else "; this session records none"
             )
             notify(
-                self, f"the harness recorded no compaction right before request {view.index}{where}", timeout=4
+                self,
+                f"the harness recorded no compaction right before request {view.index}{where}",
+                timeout=4,
             )
             return
         self.app.push_screen(CompactionScreen(view.opened))
 
     def action_composition(self) -> None:
-        if self.replay is None or not self.request:
+        if not self.ready("laying out the window") or not self.request:
             return
         self.compute_composition(self.replay, self.request, self.generation)
 
@@ -1595,12 +1816,18 @@ class MainScreen(Screen[None]):
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    def hides_key(self, action: str) -> bool:
+        """Keys the key bar leaves out here (they still run, and say why they do nothing): `s`
+        where the app was not opened on the picker, the tour's keys outside a tour."""
         if action == "sessions":
-            return self._picker_below()  # hidden when the app was opened on a PATH
+            return not self._picker_below()
         if action in ("next_stop", "previous_stop"):
-            return self.tour_name is not None  # only in a tour
-        return True
+            return self.tour_name is None
+        if action == "close_search":
+            return self.parent_screen is None  # "esc Back" on a subagent's screen
+        if action == "subagents":
+            return not self.transcript.subagents
+        return False
 
     def _picker_below(self) -> bool:
         stack = self.app.screen_stack
@@ -1610,7 +1837,22 @@ class MainScreen(Screen[None]):
 
     def action_sessions(self) -> None:
         """Back to the session picker (this screen, its workers and its follower go)."""
-        if self._picker_below() and self.app.screen is self:
+        if self.parent_screen is not None:
+            notify(
+                self,
+                f"this is a subagent of {self.parent_screen.file_name}: esc goes back to it first",
+                timeout=4,
+            )
+            return
+        if not self._picker_below():
+            notify(
+                self,
+                "the app was opened on a file, not on the session picker: "
+                "context-inspector with no PATH lists the sessions on this machine",
+                timeout=4,
+            )
+            return
+        if self.app.screen is self:
             self.app.pop_screen()
 
     async def action_quit(self) -> None:
@@ -1641,11 +1883,14 @@ class InspectorApp(App[None]):
         tour: str | None = None,
         window_source: str = "--window",
         settings: RunSettings | None = None,
+        remember: bool = False,
     ) -> None:
         """Open on `transcript` (followed live when a `follower` that read it is given), or, with
         no transcript, on the session picker (`sessions`, `now` and `home` fix its rows for tests).
         `settings`: the run's, whole (`policy`, `window` and `window_source` are those of
-        `RunSettings(policy, window, window_source)` when it is not given)."""
+        `RunSettings(policy, window, window_source)` when it is not given). `remember`: a theme the
+        user chooses is written into the user's settings file (the command line's app; a library
+        caller or a test never writes it unless asked)."""
         super().__init__()
         if settings is None:
             settings = RunSettings(policy=policy, window=window, window_source=WindowSource(window_source))
@@ -1663,6 +1908,40 @@ class InspectorApp(App[None]):
         from inspector.settings import current
 
         self.theme = current().theme or "textual-dark"  # the user's settings file, where it names one
+        self.remember = remember
+        self.remembered_theme = self.theme
+        """The theme the settings file names (or the app began with): a change is written there."""
+        self.theme_lock = threading.Lock()
+
+    def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def _theme_changed(self, theme: object) -> None:
+        """`t` or the palette changed the theme: remember it in the user's settings file."""
+        if self.remember and self.theme != self.remembered_theme:
+            self.remember_theme()
+
+    @work(thread=True, group="theme", exit_on_error=False, description="remember the theme")
+    def remember_theme(self) -> None:
+        """Write the theme in force into the settings file (in a thread: it may import pydantic and
+        touch a slow disk). A file that cannot be written is said, never fatal: the theme holds for
+        this run."""
+        from inspector.settings import SettingsError, remember_theme
+
+        with self.theme_lock:  # one write at a time, of the theme in force when it is written
+            theme = self.theme
+            if theme == self.remembered_theme:
+                return
+            try:
+                path = remember_theme(theme)
+            except SettingsError as exc:
+                self.remembered_theme = theme  # said once, not at every toggle back and forth
+                notify(
+                    self.screen, f"theme {theme} for this run only: {exc}", title="theme", severity="warning"
+                )
+                return
+            self.remembered_theme = theme
+        notify(self.screen, f"theme {theme}, remembered in {path}", title="theme", timeout=3)
 
     def get_default_screen(self) -> Screen[None]:
         if self.transcript is None:
@@ -1709,5 +1988,10 @@ def run_app(
     if transcript is not None:
         hold_loaded()  # the session lives as long as the app: out of the collector's full walks
     InspectorApp(
-        transcript, start=start, follower=follower, tour=tour, settings=settings or RunSettings()
+        transcript,
+        start=start,
+        follower=follower,
+        tour=tour,
+        settings=settings or RunSettings(),
+        remember=True,
     ).run()

@@ -336,6 +336,8 @@ class CompareScreen(Screen[None]):
     def action_step(self, delta: int) -> None:
         k = max(1, min(self.request + delta, len(self.replay)))
         if k == self.request:
+            end = "this is request 1, the first one" if delta < 0 else f"this is request {k:,}, the last one"
+            notify(self, f"{end}: nothing further to compare", timeout=3)
             return
         self.request = k
         self.generation += 1

@@ -29,6 +29,7 @@ from inspector.live.follow import (
 )
 from inspector.model import Transcript
 from inspector.replay import Replay
+from inspector.replay.distance import distance_text, distances
 from inspector.shaping import Policy
 from inspector.shaping.rules import CLAUDE_WARNING_BELOW
 
@@ -76,15 +77,17 @@ class Crossing:
     request: int
     context: int
 
-    def message(self, trigger: int) -> str:
+    def message(self, trigger: int, blocking: int | None = None, window: int | None = None) -> str:
+        """One line: what was crossed, and how far the context now is from the trigger (and the
+        blocking line and the window), in tokens and %, as the header says it (`distance_text`)."""
+        far = distance_text(distances(self.context, trigger, blocking, window))
         if self.line == "trigger":
             return (
-                f"request {self.request}: context {self.context:,} crossed the trigger {self.value:,} "
-                "— the policy's reactive layers act from here"
+                f"request {self.request}: context {self.context:,} crossed the trigger {trigger:,}: "
+                f"{far}; the policy's reactive layers act from here"
             )
         return (
-            f"request {self.request}: context {self.context:,} crossed the warning line {self.value:,} "
-            f"(trigger {trigger:,} is {trigger - self.context:,} tokens away)"
+            f"request {self.request}: context {self.context:,} crossed the warning line {self.value:,}: {far}"
         )
 
 

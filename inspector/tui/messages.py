@@ -8,6 +8,7 @@ from textual.message import Message
 
 from inspector.findings import Finding
 from inspector.live import FollowUpdate, SessionInfo
+from inspector.model import SubagentRef, Transcript
 from inspector.replay import Replay
 from inspector.scenarios import Tour
 from inspector.shaping import Policy
@@ -154,3 +155,12 @@ class SessionOpened(Message):
 @dataclass
 class OpenFailed(Message):
     reason: str
+
+
+@dataclass
+class SubagentLoaded(Message):
+    """A subagent's own transcript, read (to be opened on a main screen of its own)."""
+
+    transcript: Transcript
+    agent: SubagentRef
+    generation: int

@@ -306,6 +306,7 @@ class PickerScreen(Screen[None]):
     def action_open(self) -> None:
         option_list = self.query_one("#picker-list", OptionList)
         if option_list.highlighted is None:
+            notify(self, "no session to open here (none found yet)", timeout=3)
             return
         option = option_list.get_option_at_index(option_list.highlighted)
         if option.id is not None and not option.disabled:

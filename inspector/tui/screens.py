@@ -208,6 +208,13 @@ HELP_KEYS: list[tuple[str, str]] = [
     ("t", "light / dark theme"),
     ("c", "compare with a second policy: both sent views side by side at this request"),
     ("F", "findings: re-reads after clearing, storms, loops, pressure; enter jumps to one"),
+    (
+        "a",
+        "the subagents this session ran (Task calls; the message pane says which message ran one): "
+        "enter opens its transcript on a screen of its own",
+    ),
+    ("esc", "close the search; on a subagent's transcript, back to its session (same request, same row)"),
+    ("A", "calibration accuracy: the requests the weights predicted worst; enter goes there"),
     ("l", "what-if lab: change window, target ratio, kept counts, budget, layers; save as TOML"),
     ("e", "export this screen as SVG (./context-inspector-request-K.svg)"),
     (".  ,", "next / previous stop of a tour (context-inspector tour NAME)"),
@@ -244,8 +251,10 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
             "A file being written (--follow, or changed in the last minute) is followed: as it grows "
             "the sparkline, gauge and columns update, and a "
             "notification says when the newest request's context crosses the warning line (20,000 "
-            "below the trigger, as Claude Code warns; never below the target) and the trigger. A "
-            "file truncated or replaced is read again from the start.",
+            "below the trigger, as Claude Code warns; never below the target) and the trigger, with "
+            "how far it then is from the trigger, the blocking line and the window (in tokens and % "
+            "of the window, as the gauge says it). A file truncated or replaced is read again from "
+            "the start.",
         ],
     ),
     (
@@ -280,6 +289,8 @@ HELP_SECTIONS: list[tuple[str, list[str]]] = [
         [
             "Pinned sources at this request with priority, tokens and share of the context; below, "
             "the selected message: origin file:line, weight, its fate in each layer and its content.",
+            "A key that can do nothing here (] at the last request, . outside a tour, s when the app "
+            "was not opened on the session picker…) says why in a notification.",
             "Transcript text is shown literally: markup is never interpreted and control characters "
             "are shown as escapes (\\x1b…).",
         ],

@@ -4,7 +4,8 @@ One widget that draws every key itself, where the Footer mounts a widget per key
 all again whenever the bindings may have changed (at every change of focus): at the first paint
 of a session, three times over, some 0.08 s of the app's 0.55 s. Here a change of bindings is
 one repaint. A key is pressed by clicking it; a disabled one is drawn dim and rings the bell; the
-command palette's key sits at the right end.
+command palette's key sits at the right end. A key the screen's `hides_key(action)` names is left
+out (it still runs, and says why it does nothing there).
 """
 
 from __future__ import annotations
@@ -81,10 +82,13 @@ class KeyBar(Widget):
         active = self.screen.active_bindings
         app = self.app
         palette = active.get(app.COMMAND_PALETTE_BINDING) if app.ENABLE_COMMAND_PALETTE else None
+        hides = getattr(self.screen, "hides_key", None)  # keys that say why they do nothing here
         seen: set[str] = set()
         out: list[ActiveBinding] = []
         for shown in active.values():
             if not shown.binding.show or shown.binding.action in seen or shown is palette:
+                continue
+            if hides is not None and hides(shown.binding.action):
                 continue
             seen.add(shown.binding.action)
             out.append(shown)
