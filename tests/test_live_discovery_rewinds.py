@@ -60,6 +60,18 @@ def test_every_corpus_session_is_listed_with_the_readers_request_count(
         assert row["requests"] == len(load(str(path)).requests), path.name
 
 
+def test_the_listing_shows_every_corpus_path_whole_at_160_columns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 27: `sessions` cut the path column even at 160 columns."""
+    listed = _listed(tmp_path, monkeypatch, capsys)
+    monkeypatch.setenv("COLUMNS", "160")
+    assert main(["sessions"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for row in listed.values():
+        assert any(row["path"] in line for line in lines), row["path"]  # whole, on one line
+
+
 @pytest.mark.parametrize(
     ("name", "requests", "with_the_branch"),
     [
