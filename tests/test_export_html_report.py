@@ -17,6 +17,7 @@ from inspector.formats import load
 from inspector.replay import Replay
 from inspector.report import html_page
 from inspector.report.export import export
+from inspector.report.summary import replay_report
 
 from .conftest import corpus_file
 from .test_export import SECRETS
@@ -153,6 +154,11 @@ def test_the_loop_finding_links_to_the_three_calls_in_the_ledger(tmp_path: Path)
         if set(loop.message_ids) <= {m.id for m in replay.step(k).ledger}
     )
     page = Page(export(replay, "html", step=k, findings=found))
+    ledger = replay.step(k).ledger
+    assert {html_page.anchor_of(m.id) for m in ledger} <= set(page.ids)  # every ledger row an anchor
+    weights = replay.step(k).weights
+    text = " ".join(page.text)
+    assert all(f"{weights[m.id]:,}" in text for m in ledger[:20])  # with its weight
     row = page.findings[1 + found.index(loop)]
     assert row == [f"#{html_page.anchor_of(mid)}" for mid in loop.message_ids]
 
@@ -232,5 +238,10 @@ def test_a_session_too_long_to_shape_whole_draws_the_sent_line_at_its_request_on
     part, partial = html_page.sent_series(replay, 7, budget=work - 1)
     assert partial and part == {7: whole[7]}
     page = Page(export(replay, "html", step=7))
-    assert page.polylines == {"raw": n, "sent": n}
+    assert page.polylines == {"raw": n, "sent": n} and "drawn at request" not in " ".join(page.text)
+    facts = html_page.PageFacts(harness="Claude Code", version=None, sent=part, partial=True)
+    report = replay_report(replay, step=7)
+    svg = html_page.chart_svg(report, facts)
+    assert svg.count("<polyline") == 2 and 'class="sent" data-points="1"' in svg and "<circle" in svg
+    assert "drawn at request 7 only: shaping all" in html_page._chart_caption(report, facts)
     assert not html_page.shaping_fits(replay, budget=work - 1)

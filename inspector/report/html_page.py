@@ -426,14 +426,17 @@ def _chart_caption(report: Report, facts: PageFacts) -> str:
     n = len(report.requests)
     estimated = sum(1 for r in report.requests if r.estimated)
     parts = [
-        f"{plural(n, 'request')}; the blue line is each request's context (the ledger the harness sent, "
+        f"{plural(n, 'request')}; the light blue line is each request's context (the ledger the harness sent, "
         "as reported"
         + (f"; {plural(estimated, 'request')} calibrated where none was reported" if estimated else "")
         + f"), the green line what policy {b.policy} sends after shaping",
     ]
     if facts.partial:
         parts.append(
-            f"(shaped at {len(facts.sent):,} of the {n:,} requests, evenly spaced: drawing every one would take minutes)"
+            f"The green line is drawn at request {report.step} only: shaping all {n:,} requests of a session "
+            "this long takes minutes (the app's scan draws it as it goes)"
+            if report.step is not None
+            else "No green line: shaping every request of a session this long takes minutes"
         )
     parts.append(
         f"Dashed: the trigger ({b.trigger:,})" + (f" and the window ({b.window:,})" if b.window else "")
