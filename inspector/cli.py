@@ -695,8 +695,18 @@ def _cmd_export(args: argparse.Namespace) -> int:
     if clash is not None:
         raise UserError(f"refusing to write the export: {clash}")
     replay = _replay(transcript, settings)
+    found, left_out = None, []
+    if args.format == "html":  # the page links each finding to its messages
+        from inspector.findings import CHECKS, find_all
+        from inspector.report.html_page import shaping_fits
+
+        # checks that shape every request only where that is seconds, not minutes, of work
+        left_out = [] if shaping_fits(replay) else [n for n, c in CHECKS.items() if c.shapes]
+        found = find_all(replay, [n for n in CHECKS if n not in left_out])
     try:
-        text = export(replay, args.format, step=settings.step, redact=args.redact)
+        text = export(
+            replay, args.format, step=settings.step, redact=args.redact, findings=found, checks_left_out=left_out
+        )
     except ExportError as exc:
         raise UserError(str(exc)) from None
     if args.output is None:

@@ -242,7 +242,7 @@ def test_text_lines_make_control_characters_visible() -> None:
     f = Finding("reread", "warning", 7, (), "re-read \x1b]52;c;aGk=\x07evil.py at request 7")
     lines = findings_text([f])
     assert "\x1b" not in lines[0] and "\\x1b]52;" in lines[0] and "\\x07" in lines[0]
-    assert lines[-1] == "1 findings: 0 errors, 1 warnings, 0 info"
+    assert lines[-1] == "1 finding: 0 errors, 1 warning, 0 info"
 
 
 def test_settings_reject_nonsense() -> None:

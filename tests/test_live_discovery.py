@@ -53,18 +53,20 @@ def _cc_session(session: str, cwd: str, prompt: str, responses: int) -> list[dic
             "message": {"role": "user", "content": [{"type": "text", "text": prompt}]},
         },
     ]
+    parent = "u1"
     for i in range(responses):
-        for part in range(3):  # one API call streamed as three lines
+        for part in range(3):  # one API call streamed as three lines, each below the one before
             recs.append(
                 {
                     "type": "assistant",
                     "uuid": f"a{i}-{part}",
-                    "parentUuid": "u1",
+                    "parentUuid": parent,
                     "sessionId": session,
                     "requestId": f"req_{i}",
                     "message": {"id": f"msg_{i}", "role": "assistant", "content": []},
                 }
             )
+            parent = f"a{i}-{part}"
         # a subagent's message carried in a progress line, and an inline sidechain: not counted
         recs.append(
             {

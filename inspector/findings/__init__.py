@@ -29,6 +29,7 @@ from typing import Any
 
 from inspector.model.sanitize import visible
 from inspector.replay import Replay
+from inspector.report.summary import plural
 
 from .base import SEVERITIES, SEVERITY_RANK, Finding, Settings, Severity, sort_key
 from .checks import CHECKS, Check, register
@@ -86,7 +87,8 @@ def counts(findings: Sequence[Finding]) -> dict[str, int]:
 def findings_text(findings: Sequence[Finding]) -> list[str]:
     """One plain line per finding, safe for a terminal (transcript text made visible), then a total.
 
-    "request 212  warning  reread  re-read src/app.py at request 212 after ..."
+    "request 212  warning  reread  re-read src/app.py at request 212 after ..."; the total says
+    "1 finding: 0 errors, 1 warning, 0 info".
     """
     kind_width = max((len(f.kind) for f in findings), default=0)
     lines = [
@@ -94,7 +96,10 @@ def findings_text(findings: Sequence[Finding]) -> list[str]:
         for f in findings
     ]
     c = counts(findings)
-    lines.append(f"{len(findings)} findings: {c['error']} errors, {c['warning']} warnings, {c['info']} info")
+    lines.append(
+        f"{plural(len(findings), 'finding')}: {plural(c['error'], 'error')}, "
+        f"{plural(c['warning'], 'warning')}, {c['info']:,} info"
+    )
     return lines
 
 

@@ -7,8 +7,10 @@
 - `md`: Markdown: the report's facts, the pipeline at the step, and a table of the ledger at the
   step (message, role, tool, calibrated weight, and its fate in each layer), recorded events,
   context per request and load issues;
-- `html`: one self-contained page with the same content (inline style, no script, a Content
-  Security Policy that forbids loading anything);
+- `html`: one self-contained page that reads as a report (`html_page`): the facts, the context
+  chart as inline SVG, what fills the window, the findings linked to their messages, the
+  pipeline and the ledger, then the rest of the Markdown's content (inline style, no script, a
+  Content Security Policy that forbids loading anything);
 - `svg`: the text report rendered by Rich (`Console(record=True, width=120).export_svg`).
 
 `step` is a 1-based request; None means the last one (a transcript without requests has no
@@ -37,7 +39,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 from rich.console import Console
@@ -61,6 +63,9 @@ from .redact import redact as redact_text
 from .redact import redact_cut, redact_value
 from .render import render_report
 from .summary import Report, attach_cost, load_issues_title, replay_report
+
+if TYPE_CHECKING:
+    from .html_page import FindingLike
 
 FORMATS = ("json", "md", "html", "svg")
 SVG_WIDTH = 120
@@ -106,8 +111,19 @@ class LedgerTable:
     rows: tuple[LedgerRow, ...]
 
 
-def export(replay: Replay, fmt: str, step: int | None = None, redact: bool = False) -> str:
-    """The report of `replay` at request `step` (None: the last) as a `fmt` document (FORMATS)."""
+def export(
+    replay: Replay,
+    fmt: str,
+    step: int | None = None,
+    redact: bool = False,
+    findings: Sequence[FindingLike] | None = None,
+    checks_left_out: Sequence[str] = (),
+) -> str:
+    """The report of `replay` at request `step` (None: the last) as a `fmt` document (FORMATS).
+
+    `findings` (`inspector.findings.find_all(replay)`, which the report cannot import: it sits
+    above it) go into the HTML page, each linked to its messages; None leaves them out.
+    `checks_left_out`: the checks not run, which the page names (see `html_page.shaping_fits`)."""
     kind = fmt.lower().strip()
     if kind not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; choose one of {', '.join(FORMATS)}")
@@ -121,7 +137,11 @@ def export(replay: Replay, fmt: str, step: int | None = None, redact: bool = Fal
         return to_svg(report)
     with paused_gc():  # a row (tuples, lists) per message: nothing to collect, only to rescan
         table = ledger_table(replay, k, redact) if k is not None else None
-        return to_markdown(report, table) if kind == "md" else to_html(report, table)
+        if kind == "md":
+            return to_markdown(report, table)
+        from .html_page import page_facts, to_html
+
+        return to_html(report, table, page_facts(replay, report, table, findings, redact, checks_left_out))
 
 
 # -- never over an input -------------------------------------------------------------------------
@@ -722,131 +742,6 @@ def _fate_class(fate: str) -> str:
     if fate == UNTOUCHED:
         return "untouched"
     return fate.split(" ")[0]
-
-
-def to_html(report: Report, table: LedgerTable | None) -> str:
-    title = _title(report)
-    body = [f"<h1>{h(title)}</h1>"]
-    body.append(
-        "<table>" + "".join(f"<tr><th>{h(k)}</th>{_cell(v)}</tr>" for k, v in _facts(report)) + "</table>"
-    )
-    if report.layers is not None:
-        b = report.budget
-        body.append(f"<h2>Pipeline at request {report.step}</h2>")
-        body.append(
-            f'<p class="note">{h(f"policy {b.policy}, trigger {b.trigger:,}, target {b.target:,}")}</p>'
-        )
-        rows = [
-            "<table>",
-            "<tr>"
-            + "".join(
-                f"<th>{c}</th>" for c in ("layer", "fired", "tokens before", "tokens after", "changes", "why")
-            )
-            + "</tr>",
-        ]
-        for lr in _layer_rows(report):
-            rows.append(
-                "<tr>"
-                + _cell(lr[0])
-                + _cell(lr[1], lr[1])
-                + _cell(lr[2], "num")
-                + _cell(lr[3], "num")
-                + _cell(lr[4])
-                + _cell(lr[5])
-                + "</tr>"
-            )
-        rows.append("</table>")
-        body.append("\n".join(rows))
-    if report.distance:
-        body.append(f"<h2>Distance at request {report.step}</h2>")
-        body.append(_html_table(("estimate", "tokens", "distance"), _distance_rows(report), numeric=(1,)))
-    if report.composition:
-        body.append(f"<h2>What fills the window at request {report.step}</h2>")
-        body.append(
-            _html_table(("part", "raw", "raw %", "sent", "sent %"), _composition_rows(report), numeric=(1, 2, 3, 4))
-        )
-    if table is not None:
-        n_sent = sum(1 for r in table.rows if r.sent)
-        body.append(
-            f"<h2>Ledger at request {table.step} ({len(table.rows):,} messages, {n_sent:,} sent)</h2>"
-        )
-        rows = ["<table>", "<tr>" + "".join(f"<th>{h(c)}</th>" for c in _ledger_head(table)) + "</tr>"]
-        # a row's role, tool and (fates, sent) take few values: each is made once
-        ends: dict[tuple[tuple[str, ...], bool], str] = {}
-        words: dict[str, str] = {}
-        for r in table.rows:
-            end = ends.get((r.fates, r.sent))
-            if end is None:
-                end = ends[(r.fates, r.sent)] = "".join(_cell(f, _fate_class(f)) for f in r.fates) + _cell(
-                    "yes" if r.sent else "no"
-                )
-            role = words.get(r.role) or words.setdefault(r.role, h(r.role))
-            tool = words.get(r.tool) or words.setdefault(r.tool, h(r.tool))
-            msg = h(f"{r.id}: {r.summary}" if r.summary else r.id)
-            rows.append(
-                f'<tr><td class="num">{r.position}</td><td class="msg">{msg}</td><td>{role}</td>'
-                f'<td>{tool}</td><td class="num">{_n(r.weight)}</td>{end}</tr>'
-            )
-        rows.append("</table>")
-        body.append("\n".join(rows))
-        body.append(
-            f'<p class="note">{h(f"{UNTOUCHED} passed on unchanged; {GONE} already taken out by an earlier layer.")}</p>'
-        )
-    if report.recorded_events:
-        body.append("<h2>Recorded events</h2>")
-        body.append(
-            _html_table(
-                ("kind", "trigger", "after request", "pre tokens", "post / saved", "line"),
-                _event_rows(report),
-                numeric=(2, 3, 4, 5),
-            )
-        )
-    if report.subagents:
-        body.append("<h2>Subagents</h2>")
-        body.append(
-            _html_table(
-                ("agent", "layout", "type", "requests", "messages", "task"),
-                (
-                    [
-                        s.agent_id,
-                        s.layout,
-                        s.agent_type or "—",
-                        f"{s.requests:,}",
-                        f"{s.messages:,}",
-                        one_line(s.description or "", 100),
-                    ]
-                    for s in report.subagents
-                ),
-                numeric=(3, 4),
-            )
-        )
-    if report.abandoned_branches:
-        body.append("<h2>Abandoned branches (rewinds)</h2>")
-        body.append(
-            _html_table(
-                ("forked from", "messages", "first line", "begins with"),
-                (
-                    [a.fork_id, str(a.messages), str(a.first_line), one_line(a.preview, 100)]
-                    for a in report.abandoned_branches
-                ),
-                numeric=(1, 2),
-            )
-        )
-    if report.requests:
-        body.append("<h2>Context per request</h2>")
-        body.append(_html_requests(report))
-    if report.load_issues:
-        body.append(f"<h2>{load_issues_title(report)}</h2>")
-        body.append(
-            _html_table(("where", "reason"), ([f"{i.file}:{i.line}", i.reason] for i in report.load_issues))
-        )
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">\n"
-        f"<title>{h(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body>\n</html>\n"
-    )
 
 
 # -- SVG -----------------------------------------------------------------------------------------
