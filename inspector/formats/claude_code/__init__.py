@@ -18,9 +18,10 @@ How a file becomes a ledger (DESIGN.md §4, notes/claude-code-transcripts.md §2
   other than the two boundaries, and any type this reader does not know) are counted, skipped.
 - Tool results are read from `message.content` (what the model saw), never `toolUseResult`.
 - Each line is read once, as it arrives: lines of the usual shape by msgspec's typed decoder
-  (`lines`, which skips undecoded what the ledger never reads), any other line the
-  long way (`records`, `ClaudeCodeReader._take_long`: orjson, checks, load issues); both make the same node, which holds what
-  its message says (blocks, usage, ids). Nesting depth is checked on what is kept.
+  (`lines`, which skips undecoded what the ledger never reads), any other line the long way
+  (`records`, `ClaudeCodeReader._take_long`: orjson, checks, load issues); both make the same
+  node, which holds what its message says (blocks, usage, ids). Nesting depth is checked on what
+  is kept.
 - Subagents: `<session>/subagents/agent-*.jsonl` (2.1), `agent-*.jsonl` beside the session with
   the same sessionId (2.0), or inline `isSidechain` lines (1.0). `agent-acompact-*` files are a
   compaction's own call: linked to its event, not listed as subagents.
@@ -30,7 +31,10 @@ The modules, from the bottom up:
 - `records`: a line's node and the reader's state; the long way a line is read.
 - `ledger`: the groups of lines that make messages, and the requests made of them.
 - `agents`: subagent files and compaction calls (and the hook output only they kept).
-- `builder`: the nodes made into a Transcript (active branch, strays, segments, events).
+- `tree`: the active branch (across compactions, fresh contexts, broken lines), the lines a
+  rewind abandoned or that hang off nothing, inline (1.0) sidechain runs.
+- `builder`: the nodes made into a Transcript (members of the ledger, segments, events, requests).
+- `extend`: a followed file's next transcript, made by extending the one before.
 - `reader`: the incremental reader (`ClaudeCodeReader`), for a whole file and a followed one.
 - `entry`: `load_claude_code`, JSON arrays of records, and `ClaudeCodeFormat` (detection).
 """

@@ -11,17 +11,9 @@ from typing import Any
 import orjson
 from msgspec.structs import replace
 
-from inspector.model import (
-    EventKind,
-    LoadIssue,
-    Role,
-    SubagentRef,
-    Transcript,
-)
+from inspector.model import EventKind, LoadIssue, Role, SubagentRef, Transcript
 
-from ..base import (
-    decode_json_line,
-)
+from ..base import decode_json_line
 from .records import _kept, _Node, _read_message, _State
 
 

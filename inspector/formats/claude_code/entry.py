@@ -8,17 +8,9 @@ from typing import Any
 
 import orjson
 
-from inspector.model import (
-    LoadIssue,
-    Transcript,
-)
+from inspector.model import LoadIssue, Transcript
 
-from ..base import (
-    LoaderError,
-    Progress,
-    decode_json_line,
-    feed_file,
-)
+from ..base import LoaderError, Progress, decode_json_line, feed_file
 from ..json_array import first_elements, is_array
 from .reader import ClaudeCodeReader
 from .records import FORMAT, KNOWN_TYPES, SNIFF_KEYS

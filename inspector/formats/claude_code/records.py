@@ -21,13 +21,7 @@ from inspector.model import (
     Usage,
 )
 
-from ..base import (
-    MAX_TOKENS,
-    LoadIssues,
-    describe,
-    short,
-    token_count,
-)
+from ..base import MAX_TOKENS, LoadIssues, describe, short, token_count
 
 FORMAT = "claude-code"
 CONVERSATION_TYPES = frozenset({"user", "assistant"})
