@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from msgspec import DecodeError
 
 import inspector.formats.claude_code.reader as cc
 from benchmarks import synth
@@ -20,14 +19,9 @@ from inspector.model import Transcript
 from .conftest import FA812, ROOT, claude_code_corpus
 
 
-def _never(raw: bytes) -> Any:
-    raise DecodeError("the long way only")
-
-
 def _read(path: Path, *, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[ClaudeCodeReader, Transcript]:
     with monkeypatch.context() as m:
         if not fast:
-            m.setattr(cc, "decode", _never)
             m.setattr(cc, "decode_line", lambda raw: None)
         reader = ClaudeCodeReader(path, follow=False)
         data = path.read_bytes()

@@ -7,8 +7,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from msgspec import DecodeError
-
 from inspector.model import LoadIssue, Transcript, Usage
 
 from ..base import MAX_LINE_BYTES, LineSplitter, Overlong, decode_json_line, short, too_deep, too_deep_reason
@@ -16,7 +14,7 @@ from .agents import _agent_files, _file_key, _is_compaction_call, _meta_lines, _
 from .builder import _Builder, _Built
 from .extend import extend
 from .ledger import _Memo
-from .lines import Line, TypedMessage, decode, decode_line, too_deep_input
+from .lines import Line, TypedMessage, decode_line, too_deep_input
 from .lines import blocks as typed_blocks
 from .lines import usage as typed_usage
 from .records import (
@@ -64,35 +62,9 @@ class ClaudeCodeReader:
 
     def feed(self, data: bytes) -> None:
         first, lines = self._lines.split(data)
-        state = self._state
-        nodes = state.nodes
-        order = state.order
-        skipped = state.skipped
-        take_line = self._take_line
-        progress = 0
+        take = self._take
         for line_no, raw in enumerate(lines, first):
-            if type(raw) is not bytes:  # an `Overlong`
-                self._take_long(line_no, raw)
-                continue
-            try:
-                line = decode(raw)
-            except (DecodeError, RecursionError):  # not the usual shape (`claude_code_lines`)
-                self._take_long(line_no, raw)
-                continue
-            if line.type == "progress" and state.session_id is not None:
-                # most lines of a session (hooks, tool and agent progress): a node of the tree, no more
-                progress += 1
-                uuid = line.uuid
-                if uuid is not None and uuid not in nodes:
-                    nodes[uuid] = _Node(
-                        uuid, line.parent_uuid, "progress", line_no, self._count, bool(line.is_sidechain)
-                    )
-                    self._count += 1
-                    order.append(uuid)
-            elif not take_line(line_no, line):
-                self._take_long(line_no, raw)
-        if progress:
-            skipped["progress"] += progress
+            take(line_no, raw)
 
     def finish(self) -> None:
         """At end of file: a held-back last line without its newline is read if it is whole JSON."""
