@@ -2,9 +2,9 @@
 
 python -m benchmarks.bound PATH    # {"read": s, "models": s, "lines": n, "messages": n}
 
-It reads the file whole, decodes every line with the reader's typed decoder (`claude_code_lines`),
+It reads the file whole, decodes every line with the reader's typed decoder (`claude_code.lines`),
 keeps a (parent, line) pair per uuid for progress lines and makes one message per conversation
-line, its blocks by `claude_code_lines.blocks`: no tree, no active branch, no grouping of a
+line, its blocks by `claude_code.lines.blocks`: no tree, no active branch, no grouping of a
 response's lines, no requests, no load issues. Against `report --json`, which does all of that and
 the report besides, it tells how much of the gap to the floor is the reader's and the report's
 work, and how much is a Python object per block and message.
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from inspector.formats.claude_code_lines import Line, blocks, decode
+from inspector.formats.claude_code.lines import Line, blocks, decode
 from inspector.model import CONVERSATION, Message, Origin, Role
 
 

@@ -393,7 +393,7 @@ def _find_message(replay: Replay, ref: str) -> _Found:
     number that is both a line and the start of ids is taken as the line, and the note says so."""
     ref = ref.strip()
     transcript = replay.transcript
-    by_id = transcript._index()
+    by_id = transcript.messages_by_id()
     if ref in by_id:
         return _Found(by_id[ref], "id")
     number = re.fullmatch(r"(:)?(\d+)", ref)

@@ -1,5 +1,5 @@
 """The two ways a Claude Code line is read make the same node: the typed decoder of the usual shape
-(`claude_code_lines`) and the long way (orjson and checks in Python, with load issues)."""
+(`claude_code.lines`) and the long way (orjson and checks in Python, with load issues)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from msgspec import DecodeError
 
-import inspector.formats.claude_code as cc
+import inspector.formats.claude_code.reader as cc
 from benchmarks import synth
 from inspector.formats.claude_code import ClaudeCodeReader
-from inspector.formats.claude_code_lines import decode_line
+from inspector.formats.claude_code.lines import decode_line
+from inspector.formats.claude_code.records import _Node
 from inspector.model import Transcript
 
 from .conftest import FA812, ROOT, claude_code_corpus
 
 
-def _never(raw: bytes) -> Any:
-    raise DecodeError("the long way only")
-
-
 def _read(path: Path, *, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[ClaudeCodeReader, Transcript]:
     with monkeypatch.context() as m:
         if not fast:
-            m.setattr(cc, "decode", _never)
             m.setattr(cc, "decode_line", lambda raw: None)
         reader = ClaudeCodeReader(path, follow=False)
         data = path.read_bytes()
@@ -36,7 +31,7 @@ def _read(path: Path, *, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[C
         return reader, reader.transcript()
 
 
-def _node(n: cc._Node) -> tuple[object, ...]:
+def _node(n: _Node) -> tuple[object, ...]:
     record = {k: v for k, v in (n.record or {}).items() if v is not None} if n.record is not None else None
     return (
         n.uuid,

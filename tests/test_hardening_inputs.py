@@ -28,7 +28,7 @@ import orjson
 import pytest
 
 import inspector.formats.base as base
-import inspector.formats.claude_code as claude_code
+import inspector.formats.claude_code.reader as claude_code_reader
 from inspector.formats import LoaderError, load
 from inspector.formats.base import MAX_DEPTH, LineSplitter, Overlong
 from inspector.model import Transcript
@@ -1053,7 +1053,7 @@ def test_a_line_over_the_limit_is_skipped_without_being_held(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     limit = 4 << 20
-    monkeypatch.setattr(claude_code, "MAX_LINE_BYTES", limit)
+    monkeypatch.setattr(claude_code_reader, "MAX_LINE_BYTES", limit)
     monkeypatch.setattr(base, "MAX_LINE_BYTES", limit)
     v = cc_valid()
     big = orjson.dumps(cc_user("u9", "a1", "x" * (3 * limit)))

@@ -243,8 +243,7 @@ def test_read_only_files_in_read_only_folders_load_and_nothing_opens_for_writing
     folder = tmp_path / "harness"
     path = TRANSCRIPTS[kind](folder)
     use(path)  # every module imported before the guard is on
-    for cache in ("_SUBAGENT_CACHE", "_CALL_CACHE"):  # so the guarded run reads every file again
-        getattr(claude_code, cache, {}).clear()
+    claude_code.clear_caches()  # so the guarded run reads every file again
     _chmod_tree(folder, 0o444, 0o555)
     try:
         before = snapshot(folder)

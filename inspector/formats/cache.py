@@ -149,9 +149,9 @@ def _code_key() -> str:
     model: an edited reader makes other keys."""
     parts = [__version__]
     for folder in ("formats", "model"):
-        for p in sorted((PACKAGE / folder).glob("*.py")):
+        for p in sorted((PACKAGE / folder).rglob("*.py")):  # (a reader may be a package of modules)
             with contextlib.suppress(OSError):
-                parts.append(f"{p.name}:{_stat_key(p.stat())}")
+                parts.append(f"{p.relative_to(PACKAGE).as_posix()}:{_stat_key(p.stat())}")
     return "|".join(parts)
 
 

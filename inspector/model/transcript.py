@@ -165,7 +165,9 @@ class Transcript(Struct, kw_only=True, dict=True, weakref=True):
     session_named: bool = False
     """This session was named (`--session ID`, a picker row); else it is the newest of them."""
 
-    def _index(self) -> dict[str, Message]:
+    def messages_by_id(self) -> dict[str, Message]:
+        """Every message by its id (built when first asked, kept while `messages` is the same
+        list of the same length; never change the dict)."""
         cache = self.__dict__
         cached: dict[str, Message] | None = cache.get("_by_id")
         messages = self.messages
@@ -176,20 +178,24 @@ class Transcript(Struct, kw_only=True, dict=True, weakref=True):
             cache["_by_id_of"] = key
         return cached
 
+    _index = messages_by_id
+    """(The old name, for `tokens/calibration` until it asks for `messages_by_id`.)"""
+
     def adopt_index(self, previous: Transcript, changed: Iterable[Message]) -> None:
         """Index this transcript's messages from `previous`'s index plus `changed` (the messages
         that are new or differ), for a transcript that extends `previous` by what a followed file
         added: a copy of a dict instead of a pass over every message."""
-        by_id = dict(previous._index())
+        by_id = dict(previous.messages_by_id())
         for m in changed:
             by_id[m.id] = m
         self.__dict__["_by_id"] = by_id
         self.__dict__["_by_id_of"] = (id(self.messages), len(self.messages))
 
-    def _segment_tuple(self, index: int) -> tuple[Message, ...] | None:
-        """Every message of segment `index`, in ledger order (resolved once per segment)."""
+    def segment_messages(self, index: int) -> tuple[Message, ...] | None:
+        """Every message of segment `index`, in ledger order (resolved once per segment); None when
+        an id of the segment names no message."""
         seg = self.segments[index]
-        by_id = self._index()
+        by_id = self.messages_by_id()
         # segment index -> (the segment, the index it was resolved with, its messages in order;
         # None when an id of it names no message)
         cache: dict[int, tuple[Segment, dict[str, Message], tuple[Message, ...] | None]] = (
@@ -207,7 +213,7 @@ class Transcript(Struct, kw_only=True, dict=True, weakref=True):
         return msgs
 
     def message(self, message_id: str) -> Message:
-        return self._index()[message_id]
+        return self.messages_by_id()[message_id]
 
     def request(self, index: int) -> Request:
         """The request with 1-based `index`."""
@@ -222,19 +228,19 @@ class Transcript(Struct, kw_only=True, dict=True, weakref=True):
     def ledger_tuple(self, index: int) -> tuple[Message, ...]:
         """`ledger(index)` as a tuple, sliced from the segment's messages (no lookup per message)."""
         req = self.request(index)
-        msgs = self._segment_tuple(req.segment)
+        msgs = self.segment_messages(req.segment)
         if msgs is None:
-            by_id = self._index()
+            by_id = self.messages_by_id()
             return tuple(by_id[i] for i in self.segments[req.segment].message_ids[: req.ledger_len])
         return msgs[: req.ledger_len]
 
     def response(self, index: int) -> Message | None:
         req = self.request(index)
-        return self._index().get(req.response_id) if req.response_id else None
+        return self.messages_by_id().get(req.response_id) if req.response_id else None
 
     def current_ledger(self) -> list[Message]:
         """The ledger as it stands now (the last segment, whole)."""
         if not self.segments:
             return []
-        by_id = self._index()
+        by_id = self.messages_by_id()
         return [by_id[i] for i in self.segments[-1].message_ids]

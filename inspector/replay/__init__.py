@@ -298,11 +298,11 @@ class Replay:
         start of: one slice of a tuple kept per segment (consecutive requests share it)."""
         tr = self.transcript
         seg = tr.segments[request.segment]
-        by_id = tr._index()
+        by_id = tr.messages_by_id()
         hit = self._segments.get(request.segment)
         if hit is None or hit[0] is not seg or hit[1] is not by_id:
             self._segments.pop(request.segment, None)
-            whole = tr._segment_tuple(request.segment)
+            whole = tr.segment_messages(request.segment)
             if whole is None:
                 return (self._overhead, *tr.ledger_tuple(request.index)), None
             hit = (seg, by_id, (self._overhead, *whole))

@@ -173,7 +173,7 @@ class _Context:
             assert self._memo is not None
             tr = self.tr
             req = tr.request(k)
-            whole = tr._segment_tuple(req.segment)
+            whole = tr.segment_messages(req.segment)
             if whole is None:
                 ledger = tr.ledger_tuple(k)
             else:
@@ -194,7 +194,7 @@ class _Context:
             return False
         if not self.own_sizes:
             return True
-        by_id = self.tr._index()
+        by_id = self.tr.messages_by_id()
         ledger = tuple(by_id[i] for i in self.tr.segments[seg].message_ids if i in by_id)
         return _summarizes(self._run(ledger))
 

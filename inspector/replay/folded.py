@@ -237,7 +237,7 @@ def opened(replay: Replay, event: RecordedEvent) -> OpenedCompaction:
     weights = last.weights
     old_segment = tr.request(k).segment
     new_segment = event.segment if event.segment is not None else old_segment + 1
-    by_id = tr._index()
+    by_id = tr.messages_by_id()
     before_msgs = [by_id[i] for i in tr.segments[old_segment].message_ids if i in by_id]
     names = {b.id: b.name for m in before_msgs for b in m.tool_calls}
     estimator = replay.estimator

@@ -508,7 +508,7 @@ class _Pass:
         as not to look each response up again: on a long session that costs more than sizing)."""
         self._offsets = _RunningMedian()
         """(output - characters/4) of the responses recorded with a final count so far."""
-        self._by_id = transcript._index()
+        self._by_id = transcript.messages_by_id()
         self._prefix: dict[int, tuple[Sequence[str], list[int]]] = {}
         self._positions: dict[int, tuple[Sequence[str], dict[str, int]]] = {}
 

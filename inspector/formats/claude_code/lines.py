@@ -30,7 +30,7 @@ from inspector.model import (
     Usage,
 )
 
-from .base import MAX_DEPTH, MAX_TOKENS, too_deep
+from ..base import MAX_DEPTH, MAX_TOKENS, too_deep
 
 Tokens = Annotated[int, Meta(ge=0, le=MAX_TOKENS)]
 """A token count as the long way accepts it without a complaint (`base.token_count`)."""
