@@ -585,6 +585,12 @@ class Calibration:
         self._upto(k)
         return self._steps[k - 1].predicted
 
+    def predictions(self) -> list[int | None]:
+        """`predicted(k)` of every request in order (index 0 is request 1): the pass run once to
+        the end, not request by request."""
+        self._upto(len(self._steps))
+        return [step.predicted for step in self._steps]
+
     def context(self, k: int) -> int:
         """The calibrated total input at request k (the report itself where there is one)."""
         self._check(k)
