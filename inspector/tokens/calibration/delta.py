@@ -4,7 +4,6 @@ put; the difference between consecutive reports goes to the messages added in be
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from operator import mul
 from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
@@ -154,9 +153,7 @@ class _DeltaRun:
         if out:
             coef = model._coef  # `final` is a prior's: always there (`model.coef("final")`)
             if out >= FINAL_FRACTION * (cost - coef["final"]):  # the output predicted from what it shows
-                k = self.k
-                # `self._learns(k, x, OUT_MATURE)`, written out
-                if k <= OUT_MATURE or k % STRIDE == 0 or not self.mature.issuperset(x):
+                if self._learns(self.k, x, OUT_MATURE):
                     output = p.output
                     model.update(output, float(out))
                     self._count(output)
@@ -219,9 +216,7 @@ class _DeltaRun:
         steps = cal._steps
         parts = cal._parts
         model = self.model
-        coef_of = model._coef.__getitem__  # (the model's coefficients change in place)
         predict = self.predict
-        cleared = self.cleared
         st = self.state
         mi = st.mi
         seg = st.seg
@@ -299,17 +294,7 @@ class _DeltaRun:
                         human = mid
                     if mid in cur:
                         continue  # preserved across a compaction: keeps its weight
-                    if p.response or mid in cleared:
-                        pm = predict(m)
-                    else:
-                        # `predict(m)` of any other message, written out
-                        x = p.x
-                        try:
-                            cost: float = sum(map(mul, map(coef_of, x), x.values()))
-                        except KeyError:  # a feature the model has not met yet
-                            cost = model.predict(x)
-                        pm = _Pending(m, cost, 0.0, x, 0.0)
-                    pending[mid] = pm
+                    pm = pending[mid] = predict(m)
                     w = round(pm.cost)
                     total += w
                     cur[mid] = w
@@ -380,13 +365,7 @@ class _DeltaRun:
             if last_report is None:
                 self._segment_start(k, context, pending)
             else:
-                # `self._attribute(k, context, pending)`, written out for the usual case
-                new = list(pending.values())
-                rest = context - (ov + self.total - sum([cur[pm.mid] for pm in new])) if new else -1
-                if rest >= 0 and self.overhead is not None:
-                    self._spread(k, rest, new)
-                else:
-                    self._attribute(k, context, pending)
+                self._attribute(k, context, pending)
             pending = {}
             removed = 0.0
             xadj = {}
@@ -564,41 +543,16 @@ class _DeltaRun:
         if n == 1:
             self._settle(k, new, [total])  # what `_targets` gives one message (total >= 0 here)
             return
-        if n == 2:
-            # `_targets` of two messages (a response and its tool's result) when it ends after
-            # its first round, written out
-            a, b = new
-            ca = a.cost
-            cb = b.cost
-            err = total - (ca + cb)
-            ta = max(ca, 0.0)
-            tb = max(cb, 0.0)
-            if err > 0 or (ta > 0 and tb > 0):
-                ua = max(ca - a.known, 0.0) + 1.0
-                ub = max(cb - b.known, 0.0) + 1.0
-                su = ua + ub
-                na = ta + err * ua / su
-                nb = tb + err * ub / su
-                if na >= 0 and nb >= 0:
-                    self._settle(k, new, apportion(total, [na, nb]))
-                    return
         self._settle(k, new, apportion(total, _targets(total, new)))
 
     def _settle(self, k: int, new: list[_Pending], ints: list[int]) -> None:
         """Record the weights `ints` of `new` from request k on."""
-        log = self.cal._log
-        cur = self.cur
         think = self.think
-        delta = 0
         for pm, w in zip(new, ints, strict=True):
             mid = pm.mid
             if think and mid in think and pm.cost > 0:
                 think[mid] = min(think[mid] * w / pm.cost, float(w))
-            # `self._put(mid, w, k)`, written out
-            delta += w - cur.get(mid, 0)
-            cur[mid] = w
-            log.append((mid, k, w))
-        self.total += delta
+            self._put(mid, w, k)
 
     def _take_from_old(self, k: int, short: int, skip: set[str]) -> None:
         """Take `short` tokens off the calibrated weights of messages not in `skip`, then the overhead."""

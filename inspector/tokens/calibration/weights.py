@@ -41,23 +41,6 @@ def apportion(total: int, shares: Sequence[float]) -> list[int]:
     n = len(shares)
     if n == 0:
         return []
-    if n == 2 and total >= 0:
-        # the general case below for two shares, written out (one per message of a request)
-        a, b = shares
-        a = max(a, 0.0)
-        b = max(b, 0.0)
-        s = a + b
-        if s > 0:
-            ra = total * a / s
-            rb = total * b / s
-            fa = math.floor(ra)
-            fb = math.floor(rb)
-            rest = total - fa - fb
-            if rest >= 2:
-                return [fa + 1, fb + 1]
-            if rest == 1:
-                return [fa + 1, fb] if fa - ra <= fb - rb else [fa, fb + 1]
-            return [fa, fb]
     pos = [max(s, 0.0) for s in shares]
     s = sum(pos)
     if s <= 0:
