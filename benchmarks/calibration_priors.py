@@ -39,6 +39,9 @@ from inspector.model import Transcript
 from inspector.tokens import calibration as C
 from inspector.tokens import get_estimator
 from inspector.tokens.accuracy import percentile, request_kinds
+from inspector.tokens.calibration import cost_model as _cost_model
+from inspector.tokens.calibration import delta as _delta
+from inspector.tokens.calibration import priors as _priors
 
 from .calibration_table import measured_files
 
@@ -80,8 +83,7 @@ def current(estimator: str) -> dict[str, float]:
 def knobs(setting: dict[str, float], estimator: str) -> Iterator[None]:
     """The calibration module's globals set to `setting` for the block (restored after)."""
     saved = {
-        n: getattr(C, n)
-        for n in ("PRIORS", "NOISE_SHARE", "UNSEEN_SHARE", "UNSEEN_MEAN", "TOOL_RATIO_PRIOR")
+        n: getattr(C, n) for n in ("PRIORS", "NOISE_SHARE", "UNSEEN_SHARE", "UNSEEN_MEAN", "TOOL_RATIO_PRIOR")
     }
     saved.update({n: getattr(C, n) for n in ("TOOL_EXTRA_PRIOR", "STRIP_PRIOR", "PRIOR_RATIO")})
     base = C.PRIORS
@@ -98,11 +100,22 @@ def knobs(setting: dict[str, float], estimator: str) -> Iterator[None]:
     C.TOOL_EXTRA_PRIOR = (C.TOOL_EXTRA_PRIOR[0], setting["tool_extra_sd"])
     C.STRIP_PRIOR = (setting["strip_prior"], C.STRIP_PRIOR[1])
     C.PRIOR_RATIO = {**C.PRIOR_RATIO, estimator: setting["prior_ratio"]}
+    # the package's modules read their own copies of the names: each gets the setting
+    for n in saved:
+        _share(n, getattr(C, n))
     try:
         yield
     finally:
         for n, v in saved.items():
             setattr(C, n, v)
+            _share(n, v)
+
+
+def _share(name: str, value: object) -> None:
+    """Set `name` to `value` in every module of the calibration package that holds it."""
+    for module in (_priors, _cost_model, _delta):
+        if hasattr(module, name):
+            setattr(module, name, value)
 
 
 @dataclass
@@ -202,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         chosen = search.descend(base, i, args.rounds)
         p95, mx = search.figures(chosen)[i]
         held.append((p95, mx))
-        rows.append([s.name, f"{now[i][0]:.3f}", f"{now[i][1]:.3f}", f"{p95:.3f}", f"{mx:.3f}", _fmt(chosen, base)])
+        rows.append(
+            [s.name, f"{now[i][0]:.3f}", f"{now[i][1]:.3f}", f"{p95:.3f}", f"{mx:.3f}", _fmt(chosen, base)]
+        )
     everywhere = search.descend(base, None, args.rounds)
     final = search.figures(everywhere)
     rows.append(
@@ -225,10 +240,19 @@ def main(argv: list[str] | None = None) -> int:
             _fmt(everywhere, base),
         ]
     )
-    head = ["file (held out)", "now p95 %", "now max %", "held-out p95 %", "held-out max %", "setting chosen on the others"]
+    head = [
+        "file (held out)",
+        "now p95 %",
+        "now max %",
+        "held-out p95 %",
+        "held-out max %",
+        "setting chosen on the others",
+    ]
     widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(len(head))]
-    print(f"delta mode, {args.estimator} estimator, {len(search.cache)} settings tried "
-          f"({time.perf_counter() - start:.0f} s)")
+    print(
+        f"delta mode, {args.estimator} estimator, {len(search.cache)} settings tried "
+        f"({time.perf_counter() - start:.0f} s)"
+    )
     for r in [head, *rows]:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
     print("values chosen on every file:", ", ".join(f"{k}={v:g}" for k, v in everywhere.items()))

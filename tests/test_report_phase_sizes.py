@@ -17,7 +17,6 @@ from inspector.model import Message, Role, TextBlock, ToolCallBlock, ToolResultB
 from inspector.tokens import OVERHEAD_ID, HeuristicEstimator, calibrate, get_estimator, heuristic_tokens
 from inspector.tokens import harness as harness_module
 from inspector.tokens.calibration import (
-    _SQRT_2PI,
     MATURE,
     NOISE_SD,
     NOISE_SHARE,
@@ -25,12 +24,12 @@ from inspector.tokens.calibration import (
     UNSEEN_MEAN,
     UNSEEN_SHARE,
     CostModel,
-    _ascii_call,
-    _clamp,
-    _parts,
     block_text,
 )
+from inspector.tokens.calibration.features import _ascii_call, _parts
+from inspector.tokens.calibration.priors import _SQRT_2PI, _clamp
 from inspector.tokens.harness import harness_estimates, harness_tokens, segment_end_estimates
+from inspector.tokens.heuristic import heuristic_tokens
 
 from .conftest import FA812, real_transcripts
 from .test_calibration_model import long_session

@@ -480,6 +480,30 @@ def test_snip_removes_oldest_exchanges_until_under_target() -> None:
     assert "kept" in next(d.reason for d in result.decisions if d.message_id == named["texty"].id)
 
 
+def test_snip_without_decisions_gives_the_same_view_and_figures_and_reuses_its_copies() -> None:
+    led, named = snip_ledger()
+    src = tuple(led.messages)
+    total = sum(EST.message(m) for m in src)
+    budget = Budget.for_window(total - 1 + 33_000)
+    snip = OldHistorySnip()
+    told = snip.apply(src, budget, EST)
+    quiet = snip.apply(src, budget, EST, explain=False)
+    assert told.fired and quiet.fired and told.decisions and quiet.decisions == ()
+    assert quiet.view == told.view and quiet.reason == told.reason
+    assert (quiet.tokens_before, quiet.tokens_after, quiet.removed, quiet.truncated) == (
+        told.tokens_before,
+        told.tokens_after,
+        told.removed,
+        told.truncated,
+    )
+    # the text-and-calls leader's copy is made once: the next request's view holds the same object
+    again = snip.apply((*src, led.user("one more")), budget, EST)
+    texty = next(m for m in told.view if m.id == named["texty"].id)
+    assert texty is not named["texty"] and not texty.tool_calls
+    assert next(m for m in again.view if m.id == named["texty"].id) is texty
+    assert next(m for m in OldHistorySnip().apply(src, budget, EST).view if m.id == texty.id) == texty
+
+
 def test_snip_walks_oldest_first() -> None:
     led = Ledger()
     led.system()

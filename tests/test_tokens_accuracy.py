@@ -108,6 +108,38 @@ def test_report_shape() -> None:
     assert set(row.predicted) == {"baseline", "baseline_tiktoken", "proportional", "delta"}
 
 
+def test_the_tiktoken_baseline_counts_a_repeated_text_every_time_it_is_added() -> None:
+    # each distinct text is tokenized once; a text added again still counts at every request
+    from inspector.model import Message, Request, Role, Segment, TextBlock, Transcript, Usage
+    from inspector.tokens.base import serialize
+    from inspector.tokens.tiktoken_estimator import TiktokenEstimator
+
+    same = "the same reminder, repeated by the harness " * 30
+    messages = [
+        Message(id=f"m{i}", role=Role.USER if i % 2 == 0 else Role.ASSISTANT, blocks=(TextBlock(text=t),))
+        for i, t in enumerate([same, "ok", same, "fine " * 9, same, "done"])
+    ]
+    requests = [
+        Request(index=k, ledger_len=2 * k - 1, segment=0, usage=Usage(input=1000 * k, output=5))
+        for k in (1, 2, 3)
+    ]
+    tr = Transcript(
+        format="synthetic",
+        path="synthetic",
+        messages=messages,
+        segments=[Segment(index=0, message_ids=tuple(m.id for m in messages))],
+        requests=requests,
+    )
+    rep = accuracy(tr, "heuristic")
+    tik = TiktokenEstimator()
+    for row in rep.requests:
+        k = row.request
+        added = tr.ledger(k)[requests[k - 2].ledger_len :]
+        want = 1000 * (k - 1) + sum(tik.text(serialize(m)) for m in added)
+        assert row.predicted["baseline_tiktoken"] == want
+    assert [r.request for r in rep.requests] == [2, 3]
+
+
 def test_requests_after_a_switch_a_prompt_change_or_a_compaction_are_scored_apart() -> None:
     path = CORPUS / "claude-code" / "patternstack-263940d8.jsonl"
     if not path.exists():

@@ -179,6 +179,24 @@ def test_delta_learns_and_keeps_old_weights() -> None:
     assert cal.predicted(1) is None
 
 
+def test_predictions_in_one_pass_are_the_predictions_request_by_request() -> None:
+    s = Session()
+    s.add(Role.USER, TextBlock(text="please fix the bug in the parser " * 5))
+    for i in range(12):
+        s.request(usage=i % 5 != 3)
+        tool_turn(s, i, size=300 + 40 * i)
+        if i == 6:
+            s.compact("summary of the work so far " * 20)
+    s.request()
+    tr = s.transcript()
+    for mode in ("delta", "proportional"):
+        stepped = calibrate(tr, HeuristicEstimator(), mode)  # type: ignore[arg-type]
+        one_by_one = [stepped.predicted(k) for k in range(1, len(tr.requests) + 1)]
+        whole = calibrate(tr, HeuristicEstimator(), mode).predictions()  # type: ignore[arg-type]
+        assert whole == one_by_one
+        assert len(whole) == 13 and whole[0] is None and all(p is not None and p > 0 for p in whole[1:])
+
+
 def test_compaction_rederives_the_new_segment() -> None:
     s = Session()
     s.add(Role.USER, TextBlock(text="task " * 40))

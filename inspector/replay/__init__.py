@@ -79,7 +79,7 @@ class Step:
 
         Made when first asked for (shaping does not need the whole dict) and shared with the
         calibration: read it, do not change it (`Calibration.weights(k)` gives a copy)."""
-        weights = self.calibration._weights_at(self.index)
+        weights = self.calibration.shared_weights(self.index)
         return {**weights, **self.raw} if self.raw else weights
 
     def weight(self, mid: str) -> int | None:
@@ -159,7 +159,7 @@ class Replay:
                 done |= new
                 if not new or e.after_request > len(tr.requests):
                     continue
-                whole = self.calibration._weights_at(e.after_request)
+                whole = self.calibration.shared_weights(e.after_request)
                 for m in tr.ledger_tuple(e.after_request):
                     if (
                         m.id not in cleared

@@ -60,6 +60,7 @@ def group_spans(view: Sequence[Message]) -> list[Group]:
     global _memo
     view = tuple(view)
     groups: list[Group] = []
+    kept_ends: tuple[int, ...] = ()
     start = 0
     best = 0
     for prev, prev_groups, ends in _memo:
@@ -67,12 +68,16 @@ def group_spans(view: Sequence[Message]) -> list[Group]:
         if k <= best:
             continue
         best = k
-        groups = list(prev_groups[: bisect_left(ends, k)])  # those that end before the first change
+        cut = bisect_left(ends, k)
+        groups = list(prev_groups[:cut])  # those that end before the first change
+        kept_ends = ends[:cut]
         start = groups[-1].end if groups else 0
         if k == len(view):
             break
+    reused = len(groups)
     groups = _spans(view, start, groups)
-    _memo = ((view, tuple(groups), tuple(g.end for g in groups)), *_memo[: MEMO_SIZE - 1])
+    ends = kept_ends + tuple(g.end for g in groups[reused:])  # (the kept groups' ends are known)
+    _memo = ((view, tuple(groups), ends), *_memo[: MEMO_SIZE - 1])
     return groups
 
 

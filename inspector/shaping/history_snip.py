@@ -19,7 +19,10 @@ from .base import (
     pressed,
 )
 from .budget import Budget
-from .groups import Group, group_spans
+from .groups import group_spans
+
+LEADER_CACHE = 65_536
+"""How many exchange leaders a snip layer remembers (`OldHistorySnip._leader`)."""
 
 
 class OldHistorySnip:
@@ -36,6 +39,13 @@ class OldHistorySnip:
     name = "old_history_snip"
     label = "old history snip"
     reactive = True
+
+    def __init__(self) -> None:
+        self._leaders: dict[int, tuple[Message, bool, Message | None]] = {}
+        """id(leader) -> (the leader, whether it may lead a removable exchange, the copy of it
+        without its tool calls when it has text): a replay snips every request's ledger, each
+        the one before and a few messages more, so the same leaders are walked again and again;
+        the same copy each time (so what sized it before sizes it again)."""
 
     def apply(
         self,
@@ -65,28 +75,31 @@ class OldHistorySnip:
         for g in droppable:
             if running <= target:
                 break
-            if not self._removable(g, src):
+            if not (g.exchange and g.complete) or g.pinned or g.summary:
                 continue
             leader = src[g.start]
-            kept_leader = (
-                structs.replace(
-                    leader, blocks=tuple(b for b in leader.blocks if not isinstance(b, ToolCallBlock))
-                )
-                if leader.has_text
-                else None
-            )
+            removable, kept_leader = self._leader(leader)
+            if not removable:
+                continue
             removed = sum(sizer.message(m) for m in g.messages(src))
             retained = sizer.message(kept_leader) if kept_leader is not None else 0
             if removed - retained <= 0:
                 continue
             running -= removed - retained
             removed_groups += 1
+            if kept_leader is not None:
+                replace[g.start] = kept_leader
+            else:
+                drop.add(g.start)
+            for i in range(g.start + 1, g.end):
+                drop.add(i)
+            if not explain:
+                continue  # (the caller reads the view and the figures only: no decisions)
             step = (
                 f"{cause}; tool exchange in group {g.index} of {len(groups)}, removed oldest first "
                 f"toward target {target:,} (estimate now {running:,})"
             )
             if kept_leader is not None:
-                replace[g.start] = kept_leader
                 n_calls = len(leader.tool_calls)
                 decisions.append(
                     Decision(
@@ -98,10 +111,6 @@ class OldHistorySnip:
                         tokens_after=retained,
                     )
                 )
-            else:
-                drop.add(g.start)
-            for i in range(g.start + 1, g.end):
-                drop.add(i)
             for i in range(g.start if kept_leader is None else g.start + 1, g.end):
                 decisions.append(
                     Decision(
@@ -113,11 +122,11 @@ class OldHistorySnip:
                         tokens_after=0,
                     )
                 )
-        if not decisions:
+        if not removed_groups:
             return unchanged(
                 f"{cause}, but no removable tool exchange outside group 0 and the last {keep} groups"
             )
-        for g in groups[max(1, len(groups) - keep) :]:
+        for g in groups[max(1, len(groups) - keep) :] if explain else ():
             for m in g.messages(src):
                 decisions.append(
                     Decision(
@@ -129,7 +138,7 @@ class OldHistorySnip:
                         tokens_after=sizer.message(m),
                     )
                 )
-        for g in droppable:
+        for g in droppable if explain else ():
             if g.pinned and g.exchange:
                 for m in g.messages(src):
                     if m.pinned:
@@ -152,10 +161,22 @@ class OldHistorySnip:
             removed=len(drop),
         )
 
-    @staticmethod
-    def _removable(g: Group, view: Sequence[Message]) -> bool:
-        """A complete tool exchange with no pinned or summary message, led by text or by calls only."""
-        if not (g.exchange and g.complete) or g.pinned or g.summary:
-            return False
-        leader = view[g.start]
-        return not (leader.has_reasoning and not leader.has_text)
+    def _leader(self, leader: Message) -> tuple[bool, Message | None]:
+        """(whether `leader` may lead a removable exchange: led by text or by calls only, not by
+        reasoning alone; its copy without tool calls when it has text), once per leader object."""
+        hit = self._leaders.get(id(leader))
+        if hit is not None and hit[0] is leader:
+            return hit[1], hit[2]
+        has_text = leader.has_text
+        removable = not (leader.has_reasoning and not has_text)
+        kept = (
+            structs.replace(
+                leader, blocks=tuple(b for b in leader.blocks if not isinstance(b, ToolCallBlock))
+            )
+            if has_text
+            else None
+        )
+        if len(self._leaders) >= LEADER_CACHE:
+            self._leaders.clear()
+        self._leaders[id(leader)] = (leader, removable, kept)
+        return removable, kept

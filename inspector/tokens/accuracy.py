@@ -144,7 +144,10 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
         for prev, req in pairs
         if req.segment == prev.segment
     }
-    sizes = iter(tik.texts([t for texts in added_texts.values() for t in texts]))
+    # each distinct text once (a file read again, a reminder repeated: the same text, the same count)
+    unique = list(dict.fromkeys(t for texts in added_texts.values() for t in texts))
+    size_of = dict(zip(unique, tik.texts(unique), strict=True))
+    predictions = {mode: cal.predictions() for mode, cal in cals.items()}
     for prev, req in pairs:
         assert req.usage is not None and prev.usage is not None
         k = req.index
@@ -154,9 +157,9 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
         if req.segment == prev.segment:
             texts = added_texts[k]
             predicted["baseline"] = prev.usage.context + round(sum(len(t) for t in texts) / 4)
-            predicted["baseline_tiktoken"] = prev.usage.context + sum(itertools.islice(sizes, len(texts)))
+            predicted["baseline_tiktoken"] = prev.usage.context + sum([size_of[t] for t in texts])
         for mode in MODES:
-            p = cals[mode].predicted(k)
+            p = predictions[mode][k - 1]
             if p is not None:
                 predicted[mode] = p
         err = {m: round(abs(p - reported) / reported * 100, 4) for m, p in predicted.items()}

@@ -1,0 +1,299 @@
+"""A message as the cost model sees it: its content as features, in base-estimator tokens (`Parts`),
+and the pseudo-messages calibration adds (the pinned overhead, a cleared result's placeholder)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+
+from msgspec.structs import replace
+
+from inspector.model import (
+    MediaBlock,
+    Message,
+    ReasoningBlock,
+    Role,
+    Source,
+    SourceKind,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+
+from ..base import compact_json
+from ..heuristic import ASCII_CHARS_PER_TOKEN
+
+OVERHEAD_ID = "overhead"
+OVERHEAD_TEXT = "[system prompt and tool schemas — not stored in the transcript]"
+CLEARED_TEXT = "[Old tool result content cleared]"
+
+
+def overhead_message() -> Message:
+    """The pinned pseudo-message standing for the system prompt and tool schemas."""
+    return Message(
+        id=OVERHEAD_ID,
+        role=Role.SYSTEM,
+        blocks=(TextBlock(text=OVERHEAD_TEXT),),
+        source=Source.of(SourceKind.OVERHEAD),
+    )
+
+
+Features = dict[str, float]
+"""A sparse feature vector: feature name -> value."""
+
+
+_dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+"""`json.dumps(value, sort_keys=True, ensure_ascii=False)`, without building an encoder per call."""
+
+
+def billed_call(block: ToolCallBlock) -> ToolCallBlock:
+    """The call as it is billed: an ExitPlanMode call whose arguments hold a `planFilePath` (Claude
+    Code 2.1: the model writes the plan to a file and calls with none) carries the plan in the
+    transcript only, for display; it is neither generated nor sent back (pooknast-da0d9633, request
+    19: the context grew 558 tokens for a 436-token response and a 467-character result, while
+    the plan in the call's input is 6,350 characters). Any other call is billed as it reads."""
+    args = block.arguments
+    if block.name == "ExitPlanMode" and type(args) is dict and "planFilePath" in args and "plan" in args:
+        return replace(block, arguments={k: v for k, v in args.items() if k != "plan"})
+    return block
+
+
+def block_text(block: ToolCallBlock) -> str:
+    args = block.arguments
+    return f"{block.name} {args if isinstance(args, str) else _dumps(args)}"
+
+
+def _ascii_call(block: ToolCallBlock) -> tuple[int, int] | None:
+    """(characters, line breaks as `_parts` counts them) of `block_text(block)` where that text is
+    ASCII and its arguments a dict orjson writes as `json.dumps` does (but for the spaces after
+    separators, and the order of keys: neither moves a character of a string), without writing
+    it; None elsewhere (then the text is written)."""
+    args = block.arguments
+    name = block.name
+    if type(args) is not dict or not name.isascii():
+        return None
+    compact = compact_json(args)
+    if compact is None or compact.nbytes != compact.chars:  # (not ASCII)
+        return None
+    # an escaped line break is within a string: the spaces, the key order and the space after
+    # the name split none; a raw one can only be in the name (json escapes them)
+    lines = name.count("\\n") + name.count("\n") + compact.escaped_breaks
+    return len(name) + 1 + compact.chars + compact.spaces, lines
+
+
+class Parts:
+    """A message's content as features, in base-estimator tokens.
+
+    A response (an assistant message) is described by what it shows (`out_*` features: the output
+    model predicts its output tokens from them) plus `final` (what a response costs when sent back
+    beyond its output); any other message by the kinds of its content and its framing."""
+
+    __slots__ = ("_output", "_visible", "human", "response", "thinking", "x")
+
+    def __init__(self, x: Features, human: bool, thinking: bool, response: bool = False) -> None:
+        self.x = x
+        """Read only (shared by the predictions made from it)."""
+        self.human = human
+        """A user message that is not only tool results: it starts a new turn."""
+        self.thinking = thinking
+        self.response = response
+        self._visible: Features | None = None
+        self._output: Features | None = None
+
+    @property
+    def reasoning(self) -> tuple[str, str]:
+        """The names of this message's reasoning features."""
+        return _REASONING[self.response]
+
+    @property
+    def visible(self) -> Features:
+        """A response's output features without its reasoning (read only)."""
+        v = self._visible
+        if v is None:
+            v = self._visible = {k: n for k, n in self.x.items() if k not in _NOT_VISIBLE}
+        return v
+
+    @property
+    def output(self) -> Features:
+        """A response's output features: all of `x` but `final` (read only)."""
+        v = self._output
+        if v is None:
+            v = self._output = {k: n for k, n in self.x.items() if k != "final"}
+        return v
+
+
+_REASONING = {True: ("out_thinking", "out_signature"), False: ("thinking", "signature")}
+_FINAL_X: Features = {"final": 1.0}
+"""What a response with a final output is learned from besides its output (read only)."""
+_NOT_VISIBLE = frozenset(("out_thinking", "out_signature", "final"))
+
+
+def _texts_of(message: Message) -> list[str]:
+    out: list[str] = []
+    for b in message.blocks:
+        if isinstance(b, TextBlock | ReasoningBlock):
+            out.append(b.text)
+        elif isinstance(b, ToolCallBlock):
+            out.append(block_text(billed_call(b)))
+        elif isinstance(b, ToolResultBlock):
+            out.append(b.content)
+    return out
+
+
+def _add(x: Features, name: str, v: float) -> None:
+    if v:
+        x[name] = x.get(name, 0.0) + v
+
+
+def parts_of(message: Message, sizes: Sequence[int], texts: Sequence[str] | None = None) -> Parts:
+    """Parts of `message` given the base-estimator sizes of its texts (in `_texts_of` order).
+
+    `texts`, when given, are the message's `_texts_of` (so tool calls are not serialized again)."""
+    it = iter(sizes)
+    if texts is None:
+        return _parts(message, lambda _text: next(it))
+    blocks = [
+        b
+        for b in message.blocks
+        if isinstance(b, TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock)
+    ]
+    calls = iter([t for b, t in zip(blocks, texts, strict=True) if isinstance(b, ToolCallBlock)])
+    return _parts(message, lambda _text: next(it), lambda _b: next(calls))
+
+
+def _tool_names(tool: str) -> tuple[str, str]:
+    """(`result:<tool>`, `results:<tool>`), made once per tool name."""
+    names = _TOOL_NAMES.get(tool)
+    if names is None:
+        names = _TOOL_NAMES[tool] = ("result:" + tool, "results:" + tool)
+    return names
+
+
+_TOOL_NAMES: dict[str, tuple[str, str]] = {}
+_THIRDS = ASCII_CHARS_PER_TOKEN
+_USER = Role.USER
+_ASSISTANT = Role.ASSISTANT
+
+_RESULT, _MEDIA, _TEXT, _CALL, _REASONING_BLOCK, _OTHER = range(6)
+_KINDS: dict[type, int] = {}
+"""Block class -> what `_parts` sees it as (the first of its checks the class passes)."""
+
+
+def _kind(block: object) -> int:
+    """What `_parts` sees `block` as, looked up by class (each class checked once)."""
+    t = type(block)
+    kind = _KINDS.get(t)
+    if kind is None:
+        kind = _KINDS[t] = next(
+            (
+                i
+                for i, c in enumerate((ToolResultBlock, MediaBlock, TextBlock, ToolCallBlock, ReasoningBlock))
+                if isinstance(block, c)
+            ),
+            _OTHER,
+        )
+    return kind
+
+
+def _parts(
+    message: Message,
+    size: Callable[[str], int],
+    call_text: Callable[[ToolCallBlock], str] | None = None,
+    thirds: bool = False,
+) -> Parts:
+    """Parts of `message`, each text sized by `size` (called once per text, in `_texts_of` order;
+    `call_text`, when given, gives a tool call's text in place of `block_text`, in the same turn).
+    `thirds`: `size` is `heuristic_tokens` (then ASCII texts are sized here, without the call)."""
+    x: Features = {}
+    get = x.get
+    response = message.role is _ASSISTANT
+    thinking = False
+    blocks = 0
+    results = 0
+    others = 0  # blocks that are neither tool results nor media
+    kinds = _KINDS
+    for b in message.blocks:
+        blocks += 1
+        kind = kinds.get(type(b))
+        if kind is None:
+            kind = _kind(b)
+        if kind == _RESULT:
+            assert isinstance(b, ToolResultBlock)
+            results += 1
+            content = b.content
+            n = -(-len(content) // _THIRDS) if thirds and content.isascii() else size(content)
+            tool_names = _TOOL_NAMES.get(b.tool_name or "?") or _tool_names(b.tool_name or "?")
+            if n:
+                x["tool_result"] = get("tool_result", 0.0) + n
+                x[tool_names[0]] = get(tool_names[0], 0.0) + n
+            if content:
+                x["tool_result_chars"] = get("tool_result_chars", 0.0) + len(content)
+                lines = content.count("\n")
+                if lines:
+                    x["tool_result_lines"] = get("tool_result_lines", 0.0) + lines
+            x[tool_names[1]] = get(tool_names[1], 0.0) + 1
+            x["results"] = get("results", 0.0) + 1
+            if b.media:
+                x["media"] = get("media", 0.0) + b.media
+            continue
+        if kind == _MEDIA:
+            x["media"] = get("media", 0.0) + 1
+            continue
+        others += 1
+        if kind == _TEXT:
+            assert isinstance(b, TextBlock)
+            text = b.text
+            n = -(-len(text) // _THIRDS) if thirds and text.isascii() else size(text)
+            if n:
+                name = "out_text" if response else "text"
+                x[name] = get(name, 0.0) + n
+        elif kind == _CALL:
+            assert isinstance(b, ToolCallBlock)
+            if b.name == "ExitPlanMode":
+                b = billed_call(b)
+            shape = _ascii_call(b) if thirds and call_text is None else None
+            if shape is not None:
+                chars, lines = shape
+                n = -(-chars // _THIRDS)
+            else:
+                text = block_text(b) if call_text is None else call_text(b)
+                n = -(-len(text) // _THIRDS) if thirds and text.isascii() else size(text)
+                chars = len(text)
+                lines = text.count("\\n") + text.count("\n")
+            if response:
+                if n:
+                    x["out_call"] = get("out_call", 0.0) + n
+                x["out_calls"] = get("out_calls", 0.0) + 1
+                args = b.arguments
+                params = len(args) if isinstance(args, dict) else 1
+                if params:
+                    x["out_params"] = get("out_params", 0.0) + params
+                if lines:
+                    x["out_call_lines"] = get("out_call_lines", 0.0) + lines
+            else:
+                if n:
+                    x["tool_call"] = get("tool_call", 0.0) + n
+                if chars:
+                    x["tool_call_chars"] = get("tool_call_chars", 0.0) + chars
+                if lines:
+                    x["tool_call_lines"] = get("tool_call_lines", 0.0) + lines
+        elif kind == _REASONING_BLOCK:
+            assert isinstance(b, ReasoningBlock)
+            thinking = True
+            think_name, sig_name = _REASONING[response]
+            text = b.text
+            n = -(-len(text) // _THIRDS) if thirds and text.isascii() else size(text)
+            if n:
+                x[think_name] = get(think_name, 0.0) + n
+            if (b.signed or b.redacted) and b.signature_chars:
+                x[sig_name] = get(sig_name, 0.0) + b.signature_chars
+    if response:
+        x["out_blocks"] = float(blocks)
+        x["out_message"] = 1.0
+        x["final"] = 1.0
+    else:
+        x["block"] = float(blocks)
+        x["message"] = 1.0
+    # `not message.is_tool_result`: not only tool results (and media) with at least one result
+    human = message.role is _USER and (others > 0 or results == 0)
+    return Parts(x, human, thinking, response)
