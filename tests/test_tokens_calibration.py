@@ -190,9 +190,9 @@ def test_predictions_in_one_pass_are_the_predictions_request_by_request() -> Non
     s.request()
     tr = s.transcript()
     for mode in ("delta", "proportional"):
-        stepped = calibrate(tr, HeuristicEstimator(), mode)  # type: ignore[arg-type]
+        stepped = calibrate(tr, HeuristicEstimator(), mode)
         one_by_one = [stepped.predicted(k) for k in range(1, len(tr.requests) + 1)]
-        whole = calibrate(tr, HeuristicEstimator(), mode).predictions()  # type: ignore[arg-type]
+        whole = calibrate(tr, HeuristicEstimator(), mode).predictions()
         assert whole == one_by_one
         assert len(whole) == 13 and whole[0] is None and all(p is not None and p > 0 for p in whole[1:])
 

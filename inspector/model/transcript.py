@@ -178,8 +178,6 @@ class Transcript(Struct, kw_only=True, dict=True, weakref=True):
             cache["_by_id_of"] = key
         return cached
 
-    _index = messages_by_id
-    """(The old name, for `tokens/calibration` until it asks for `messages_by_id`.)"""
 
     def adopt_index(self, previous: Transcript, changed: Iterable[Message]) -> None:
         """Index this transcript's messages from `previous`'s index plus `changed` (the messages

@@ -113,7 +113,7 @@ class Calibration:
         pass over them reads (each ledger's messages past the request before's, in ledger order)."""
         tr = self.transcript
         requests = tr.requests
-        by_id = tr._index()
+        by_id = tr.messages_by_id()
         parts = self._parts
         out: list[Message] = []
         seg, seen = -1, 0
@@ -178,8 +178,8 @@ class Calibration:
             return None
         last = old.requests[-1]
         held = old.segments[last.segment].message_ids[: last.ledger_len]
-        index = transcript._index()
-        old_index = old._index()
+        index = transcript.messages_by_id()
+        old_index = old.messages_by_id()
         if any(index.get(mid) != old_index.get(mid) for mid in held[-32:]):
             return None
         new = Calibration.__new__(Calibration)
@@ -537,7 +537,7 @@ class Calibration:
         v = ver.get(k) if ver is not None else None
         if mid == OVERHEAD_ID:
             return v or 0
-        return v if v is not None else self.local(self.transcript._index()[mid])
+        return v if v is not None else self.local(self.transcript.messages_by_id()[mid])
 
     def _weights_stepped(self, k: int) -> dict[str, int] | None:
         """The weights at k from those at k-1 (when cached and the ledger only grew): only the
@@ -564,7 +564,7 @@ class Calibration:
                         total += v - out[mid]
                     out[mid] = v
         if req.ledger_len > before.ledger_len:
-            by_id = tr._index()
+            by_id = tr.messages_by_id()
             for mid in tr.segments[req.segment].message_ids[before.ledger_len : req.ledger_len]:
                 ver = versions.get(mid)
                 v = ver.get(k) if ver is not None else None

@@ -241,7 +241,7 @@ class _DeltaRun:
         (`Calibration._upto`) or a longer one (`Calibration.extended`)."""
         cal = self.cal
         tr = cal.transcript
-        by_id = tr._index()
+        by_id = tr.messages_by_id()
         micro = self._micro_events(tr)
         steps = cal._steps
         parts = cal._parts

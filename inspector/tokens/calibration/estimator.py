@@ -33,7 +33,7 @@ class CalibratedEstimator:
         self._k = k
         self._base = base
         self._standing = standing or {}
-        self._index = calibration.transcript._index()
+        self._index = calibration.transcript.messages_by_id()
         # Weights are looked up one message at a time where the calibration can (no dict of the
         # whole ledger per request); else the calibration's cached dict, shared and read only.
         lazy = calibration._lazy_positions(k)
