@@ -60,17 +60,29 @@ class Settings(Struct, frozen=True, kw_only=True):
 DEFAULT = Settings()
 
 
+def _xdg_home(variable: str, default: str, env: Mapping[str, str]) -> Path:
+    """`$variable` when set and absolute (the XDG spec says a relative one is ignored), else
+    `~/default` (`$HOME` when set)."""
+    value = env.get(variable, "")
+    if value and os.path.isabs(value):
+        return Path(value)
+    home = env.get("HOME")
+    return (Path(home) if home else Path.home()) / default
+
+
 def settings_path(env: Mapping[str, str] | None = None) -> Path:
     """Where the settings file is: `$XDG_CONFIG_HOME` (when set and absolute, as the XDG spec
     says) or `~/.config`, then `context-inspector/settings.toml`."""
     env = os.environ if env is None else env
-    config = env.get("XDG_CONFIG_HOME", "")
-    if config and os.path.isabs(config):
-        root = Path(config)
-    else:
-        home = env.get("HOME")
-        root = (Path(home) if home else Path.home()) / ".config"
-    return root / "context-inspector" / "settings.toml"
+    return _xdg_home("XDG_CONFIG_HOME", ".config", env) / "context-inspector" / "settings.toml"
+
+
+def cache_folder(env: Mapping[str, str] | None = None) -> Path:
+    """The inspector's cache folder: `$XDG_CACHE_HOME` (when set and absolute) or `~/.cache`,
+    then `context-inspector` (the loaded transcripts, the prices looked up). Never beside a
+    transcript."""
+    env = os.environ if env is None else env
+    return _xdg_home("XDG_CACHE_HOME", ".cache", env) / "context-inspector"
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:

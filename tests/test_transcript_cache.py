@@ -15,6 +15,7 @@ import inspector.cli as cli
 from inspector.cli import main
 from inspector.formats import cache, load
 from inspector.model import MediaBlock, Message, Role, TextBlock, Transcript
+from inspector.model.cost import PriceTable
 
 from .conftest import FA812, ROOT
 
@@ -53,6 +54,8 @@ def test_the_cache_folder_is_the_user_s_never_beside_the_transcript(
     assert cache.cache_dir() == tmp_path / "home" / ".cache" / "context-inspector" / "transcripts"
     monkeypatch.setenv("XDG_CACHE_HOME", "relative/cache")  # not absolute: ignored, as XDG says
     assert cache.cache_dir() == tmp_path / "home" / ".cache" / "context-inspector" / "transcripts"
+    # the prices looked up go to the same folder (a relative one wrote them inside the project)
+    assert PriceTable().cache == tmp_path / "home" / ".cache" / "context-inspector" / "prices.json"
     before = listing(session.parent)
     report_json(session, capsys)
     report_json(session, capsys)

@@ -47,6 +47,7 @@ from inspector.model import (
     Transcript,
 )
 from inspector.model.bulk import paused_gc
+from inspector.settings import cache_folder
 
 LIMIT_BYTES = 512 * 1024 * 1024
 """The most the cache folder holds; the entries used longest ago go first."""
@@ -59,9 +60,7 @@ PACKAGE = Path(__file__).resolve().parent.parent
 def cache_dir() -> Path:
     """`$XDG_CACHE_HOME/context-inspector/transcripts` (an absolute XDG_CACHE_HOME only, as the
     XDG spec says), else `~/.cache/context-inspector/transcripts`."""
-    base = os.environ.get("XDG_CACHE_HOME", "")
-    root = Path(base) if base and os.path.isabs(base) else Path.home() / ".cache"
-    return root / "context-inspector" / "transcripts"
+    return cache_folder() / "transcripts"
 
 
 # -- the wire form ---------------------------------------------------------------------------

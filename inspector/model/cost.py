@@ -31,6 +31,8 @@ from typing import Any
 
 from msgspec import Struct
 
+from inspector.settings import cache_folder
+
 from .transcript import Transcript, Usage
 
 __all__ = [
@@ -176,8 +178,7 @@ def _table_date(data_file: Path) -> str | None:
 
 
 def _cache_file() -> Path:
-    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(root) / "context-inspector" / "prices.json"
+    return cache_folder() / "prices.json"
 
 
 class PriceTable:
