@@ -23,10 +23,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from inspector.formats import LoaderError, load
+from inspector.harness_rules import FORMAT_HARNESS, HARNESS_NAMES, recorded_version
 from inspector.replay import Replay
 from inspector.replay.fidelity import fidelity
 from inspector.shaping import PolicyError
-from inspector.shaping.rules import FORMAT_HARNESS, HARNESS_NAMES, recorded_version
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 SKIP_PARTS = ("subagents",)

@@ -49,7 +49,7 @@ class Harness:
     preset: str
     """The preset policy a transcript of it is replayed with by default (`inspector.shaping`)."""
     rules: bool = False
-    """It has compaction rules by version (`inspector.shaping.rules.RULES`, keyed by `id`)."""
+    """It has compaction rules by version (`inspector.harness_rules.RULES`, keyed by `id`)."""
     finder: str | None = None
     """`"module:function"` that lists its sessions on this machine (`inspector.live.discovery`:
     called as `finder(env, cwd, home, now)`, yields `SessionInfo`); None: not discovered, a file

@@ -64,11 +64,32 @@ def test_loading_a_claude_code_session_imports_no_other_reader() -> None:
         assert f"inspector.formats.{other}'" not in out, out
 
 
+def test_the_rules_by_version_and_the_models_table_load_no_shaping() -> None:
+    """The estimator of a recorded version and a model's window come from below `shaping`
+    (`inspector/harness_rules.py`, `inspector/model/windows.py`): asking them loads no module of it."""
+    from inspector.samples import sample_path
+
+    code = (
+        "import sys\nfrom types import SimpleNamespace\nfrom inspector.formats import load\n"
+        "from inspector.model.windows import model_window\nfrom inspector.tokens.harness import estimator_for\n"
+        f"t = load({str(sample_path('short-session'))!r})\n"
+        "policy = SimpleNamespace(rules='claude-code', trigger_estimator='claude_code')\n"
+        "print(t.harness_version, estimator_for(t, policy))\n"
+        "t.harness_version = '2.0.22'\n"
+        "print(t.harness_version, estimator_for(t, policy))\n"
+        "print(model_window(t.model), model_window('gpt-5'))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('inspector.shaping')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["2.1.39 claude_code", "2.0.22 claude_code_usage", "200000 400000", "[]"]
+
+
 # -- one-way packages ------------------------------------------------------------------------------
 
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"<root>", "door", "harnesses", "samples"}),
     frozenset({"model", "settings"}),
+    frozenset({"harness_rules"}),
     frozenset({"formats"}),
     frozenset({"tokens", "live"}),
     frozenset({"shaping"}),
@@ -84,17 +105,10 @@ LAYERS: tuple[frozenset[str], ...] = (
 from its own layer's packages or from layers below (DESIGN.md §1: bytes -> records -> ledger ->
 views -> widgets). `harnesses` (the registry, importing nothing of the package) and `samples` (the
 bundled sessions: data only) are under all; `door` (the pydantic error line) and `settings` sit
-under everything that reads a user's file; the app reads tours from `scenarios`; the command line
-opens the app."""
-
-KNOWN_UPWARD: dict[tuple[str, str], str] = {
-    ("model", "shaping"): "model/windows.py asks the models table, which lives in shaping/rules.py "
-    "with the harness rules by version; in truth that table sits below model, and it moves into the "
-    "harness registry (issue 28, item 3), not here",
-    ("tokens", "shaping"): "tokens/harness.py reads the harness rules by version (shaping/rules.py: "
-    "rule_for, recorded_version, FORMAT_HARNESS) for the estimator of a version; same table, same move",
-}
-"""Imports that go up, each with why it is still there. A cycle through one of them is not counted."""
+under everything that reads a user's file; `harness_rules` (the harness rules by version, beside
+the registry) reads the models table of `model` (`model/windows.py`) and is read by `tokens` and
+`shaping`; the app reads tours from `scenarios`; the command line opens the app. No import goes
+up: none is excused."""
 
 
 def _module_name(path: Path, root: Path = PACKAGE) -> str:
@@ -195,20 +209,13 @@ def _layer(unit: str) -> int:
 
 
 def test_no_import_cycle_between_packages() -> None:
-    edges = {e for e in package_graph() if e not in KNOWN_UPWARD}
-    assert cycles(edges) == []
+    assert cycles(package_graph()) == []
 
 
 def test_the_core_imports_only_downward() -> None:
     graph = package_graph()
-    upward = {
-        edge: where
-        for edge, where in graph.items()
-        if _layer(edge[1]) > _layer(edge[0]) and edge not in KNOWN_UPWARD
-    }
+    upward = {edge: where for edge, where in graph.items() if _layer(edge[1]) > _layer(edge[0])}
     assert upward == {}
-    stale = [edge for edge in KNOWN_UPWARD if edge not in graph or _layer(edge[1]) <= _layer(edge[0])]
-    assert stale == [], "an exception that no longer holds: remove it from KNOWN_UPWARD"
 
 
 def test_every_package_has_a_layer() -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from inspector.formats import LoaderError, detect
+from inspector.harness_rules import FORMAT_HARNESS, HARNESS_NAMES, rules_of
 from inspector.harnesses import BY_FORMAT, HARNESSES, harness_id, label_of, labels, of_format, resolve
 from inspector.live.discovery import discover, finders
 from inspector.live.follow import INCREMENTAL_FORMATS, ReloadingReader, factory_for_format
 from inspector.shaping.policy import PRESET_FOR_FORMAT, TRIGGER_ESTIMATORS, load_policy, preset_for_format
-from inspector.shaping.rules import FORMAT_HARNESS, HARNESS_NAMES, rules_of
 from inspector.tokens.harness import ESTIMATORS, estimator_name
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""Each harness as it was: the presets' rules by version (inspector.shaping.rules), and every
+"""Each harness as it was: the presets' rules by version (inspector.harness_rules), and every
 recorded auto compaction of the corpus predicted at the recorded request by the default policy."""
 
 from __future__ import annotations
@@ -14,22 +14,20 @@ from msgspec.structs import replace
 
 from inspector.cli import main
 from inspector.formats import load
-from inspector.model import Message, Role, TextBlock, ToolCallBlock, ToolResultBlock
-from inspector.model.windows import model_window
-from inspector.replay import Replay
-from inspector.replay.fidelity import fidelity
-from inspector.shaping import CLAUDE_CODE, CODEX, OPENCODE, Microcompact, load_policy
-from inspector.shaping.rules import (
+from inspector.harness_rules import (
     HARNESS_NAMES,
-    MODELS,
     RULES,
-    model_spec,
     parse_version,
     recorded_version,
     resolve,
     rule_for,
     rules_of,
 )
+from inspector.model import Message, Role, TextBlock, ToolCallBlock, ToolResultBlock
+from inspector.model.windows import MODELS, model_spec, model_window
+from inspector.replay import Replay
+from inspector.replay.fidelity import fidelity
+from inspector.shaping import CLAUDE_CODE, CODEX, OPENCODE, Microcompact, load_policy
 from inspector.tokens.harness import ESTIMATORS, estimator_for, harness_estimates
 
 from .conftest import CORPUS, corpus_file

@@ -223,7 +223,7 @@ def page_facts(
     redact: bool,
     left_out: Sequence[str] = (),
 ) -> PageFacts:
-    from inspector.shaping.rules import recorded_version
+    from inspector.harness_rules import recorded_version
 
     transcript = replay.transcript
     version = recorded_version(transcript)

@@ -2,7 +2,7 @@
 
 Layers, UI lines and reports all read one `Budget`, so what is drawn cannot drift from what is
 enforced. Nothing else in the code base hard-codes a trigger or a target: a harness preset's lines
-come from the table of harness rules by version (`inspector.shaping.rules`), which
+come from the table of harness rules by version (`inspector.harness_rules`), which
 `Budget.for_rule` reads.
 """
 
@@ -15,7 +15,7 @@ from msgspec import Struct
 from msgspec.structs import replace
 
 if TYPE_CHECKING:
-    from .rules import ResolvedRule
+    from inspector.harness_rules import ResolvedRule
 
 DEFAULT_OUTPUT_RESERVE = 20_000
 """Tokens kept free for the model's answer."""
@@ -38,7 +38,7 @@ AFFORDABLE_GROUP_TOKENS = DEFAULT_TOOL_RESULT_BUDGET // 4
 """Tokens one maximum-size tool exchange costs (16,000 chars / 4). OpenCollab divides by the default
 budget even when a policy sets another `tool_result_budget`; so does this."""
 
-# Harness constants that are not compaction lines (those are in `rules.py`, by version).
+# Harness constants that are not compaction lines (those are in `inspector/harness_rules.py`, by version).
 OPENCODE_PRUNE_MINIMUM = 20_000
 """opencode `PRUNE_MINIMUM`: prune only when more than this many tokens (chars/4) would be freed."""
 CODEX_USER_MESSAGE_TOKENS = 20_000

@@ -12,7 +12,7 @@ Constants (notes/claude-code-transcripts.md §2.4, §4, §7.2; seeds/001):
   5_000`, `POST_COMPACT_TOKEN_BUDGET = 50_000`); 3 consecutive failures open the circuit breaker
   (`MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES = 3`).
 The thresholds themselves (the auto-compact, blocking and warning lines, and which microcompact the
-version had) are in the table of rules by version (`rules.py`), read into the policy's budget.
+version had) are in the table of rules by version (`inspector/harness_rules.py`), read into the policy's budget.
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ class Microcompact(ToolOutputClear):
     def _legacy(
         self, src: tuple[Message, ...], budget: Budget, sizer: TokenMemo, before: int, *, forced: bool, explain: bool
     ) -> LayerResult:
-        """The client microcompact of Claude Code ~1.0.68-2.1.68 (`rules.Microcompact` "legacy"): at
+        """The client microcompact of Claude Code ~1.0.68-2.1.68 (`harness_rules.Microcompact` "legacy"): at
         or over the warning line, keep the `results_kept` (3) most recent compactable results and
         clear the older ones, only if that frees `clear_min_saving` (20,000) tokens. (Its other
         condition, that those results hold over 40,000 tokens, is implied by the saving.)"""

@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
+from inspector.harness_rules import HARNESS_NAMES, resolve, resolve_for
 from inspector.harnesses import HARNESSES
 from inspector.model import PIN_FLOOR, Message, Source, SourceKind, Transcript
 from inspector.tokens.harness import ESTIMATORS
@@ -48,7 +49,6 @@ from .eager_clear import DEFAULT_EAGER_KEEP, EagerToolOutputClear
 from .history_snip import OldHistorySnip
 from .opencode import OpencodeCompact, OpencodePrune
 from .pipeline import Pipeline
-from .rules import HARNESS_NAMES, resolve, resolve_for
 from .summarize import ExtractiveSummarizer, RecordedSummarizer, Summarizer
 from .tool_budget import PerToolResultBudget
 from .tool_output_clear import ToolOutputClear
@@ -106,7 +106,7 @@ class Policy(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     `max_output` caps the output reserve (reserve = min(output_reserve, max_output));
     `trigger_ratio` puts the trigger at that share of the window instead (Codex: 0.9);
     `idle_gap_minutes` is microcompact's time trigger (None: off).
-    `rules` names the harness whose table of rules by version (`inspector.shaping.rules`) sets the
+    `rules` names the harness whose table of rules by version (`inspector.harness_rules`) sets the
     trigger, output reserve, blocking and warning lines, the microcompact and the estimator, for
     the version the transcript records (claude-code, codex, opencode; None: the lines come from
     `output_reserve`, `safety_buffer`, `trigger_ratio` and `blocking_buffer`). A policy file that

@@ -32,10 +32,10 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from inspector.door import Problem, one_line, problem_text
+from inspector.harness_rules import HARNESS_NAMES
 
 from . import policy as _policy
 from .policy import PARAMETER_KEYS
-from .rules import HARNESS_NAMES
 
 __all__ = ["ContextTable", "PolicyFile", "TeamFile", "parse_policy", "policy_file_schema"]
 

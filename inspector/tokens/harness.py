@@ -29,7 +29,7 @@ believed it was about to send at k, before k's report was known:
   corpus agrees (1.0.113: `preTokens` 155,241 = 155,084 + 157 with a tool result and a user turn
   after that response; 2.0.22: 157,932 = 157,134 + 798, less than what followed). Which of the
   two a Claude Code transcript is estimated with follows its recorded version
-  (`estimator_for`, `inspector.shaping.rules`).
+  (`estimator_for`, `inspector.harness_rules`).
 - `opencode` (`isOverflow`): the last step's tokens, input + output + cache read + cache write
   (`tokens.total`); nothing is added for what came after it. With no report yet, characters/4
   (opencode `Token.estimate`, `Math.round(length / 4)`) of the ledger.
@@ -62,6 +62,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from inspector.harness_rules import FORMAT_HARNESS, recorded_version, rule_for
 from inspector.harnesses import HARNESSES, HarnessId, harness_id
 from inspector.model import (
     Block,
@@ -760,8 +761,6 @@ def estimator_for(transcript: Transcript, policy: HasTriggerEstimator | str) -> 
     rules = getattr(policy, "rules", None)
     if not isinstance(rules, str) or not rules:
         return name
-    from inspector.shaping.rules import FORMAT_HARNESS, recorded_version, rule_for
-
     version = recorded_version(transcript) if FORMAT_HARNESS.get(transcript.format) == rules else None
     own = rule_for(rules, version)[0].estimator
     same = ESTIMATORS.get(own)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from inspector.formats import LoaderError, Progress, detect, load
+from inspector.harness_rules import CLAUDE_WARNING_BELOW
 from inspector.live.discovery import LIVE_SECONDS
 from inspector.live.follow import (
     Follower,
@@ -31,7 +32,6 @@ from inspector.model import Transcript
 from inspector.replay import Replay
 from inspector.replay.distance import distance_text, distances
 from inspector.shaping import Policy
-from inspector.shaping.rules import CLAUDE_WARNING_BELOW
 
 WARNING_BELOW_TRIGGER = CLAUDE_WARNING_BELOW
 """Claude Code warns 20,000 tokens below its auto-compact threshold (its warning and error
