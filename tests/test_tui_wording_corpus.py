@@ -21,6 +21,7 @@ from inspector.formats import load
 from inspector.report.progress import human_size
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
+from inspector.tui.calibrate import CalibrateScreen
 from inspector.tui.messages import OpenProgress
 from inspector.tui.picker import PickerScreen
 from inspector.tui.widgets.gauge import numbers
@@ -233,3 +234,19 @@ async def test_the_overhead_of_a_claude_code_session_is_named_with_its_priority(
         lines = str(main.query_one("#pinned").render()).splitlines()
         assert lines[1].startswith("⚑ priority 100 prompt over"), lines
         assert lines[2].startswith("  sent by Claude Code with every reques"), lines
+
+
+async def test_the_calibrate_panel_counts_one_request_predicted_in_the_singular() -> None:
+    # two reports: the second request is the only one predicted ("1 requests" before)
+    transcript = load(corpus_file("codex/lazyagents-codex-0.158.0-rollout.jsonl"))
+    assert [r.usage is not None for r in transcript.requests] == [True, True]
+    app = InspectorApp(transcript)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, 2)
+        await pilot.press("A")
+        await wait_until(pilot, lambda: isinstance(app.screen, CalibrateScreen), "the calibrate panel")
+        summary = app.screen.query_one("#calibrate-summary", Label)
+        await wait_until(pilot, lambda: "(best)" in str(summary.render()), "the accuracy figures")
+        lines = str(summary.render()).splitlines()
+        assert len(lines) == 4 and all(x.endswith(" · 1 request predicted") for x in lines), lines
+        assert "requests" not in str(summary.render())
