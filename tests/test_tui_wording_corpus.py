@@ -144,7 +144,6 @@ async def test_a_request_count_is_one_number_in_picker_sessions_and_app(
             await wait_until(pilot, lambda: picker_ready(app), "the picker again")
 
 
-@pytest.mark.slow
 async def test_a_file_size_is_written_one_way_in_picker_sessions_and_loading_line(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
