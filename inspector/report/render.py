@@ -450,7 +450,9 @@ def _pinned_lines(comp: dict[str, Any]) -> RenderableType:
     pinned, in the policy's terms."""
     lines: list[Text] = []
     for x in comp.get("overhead_split") or []:
-        lines.append(Text(f"  {one_line(str(x.get('label', '')), 60)}: {x.get('tokens', 0):,} · ", style="dim"))
+        lines.append(
+            Text(f"  {one_line(str(x.get('label', '')), 60)}: {x.get('tokens', 0):,} · ", style="dim")
+        )
         lines[-1].append(one_line(str(x.get("basis", "")), 200), style="dim")
     for pin in comp.get("pinned") or []:
         count = int(pin.get("count", 0))
@@ -535,9 +537,17 @@ def _fidelity_table(fidelity: dict[str, Any], most: int = 30) -> Table:
         title_justify="left",
     )
     table.add_column("event", no_wrap=True)
-    for col in ("recorded after request", "simulated after request", "harness estimate", "line", "estimate before"):
+    # "trigger": the line the harness's estimate is held against ("line" is a file's line number in
+    # the recorded events above it); "result": whether the policy agrees, and why
+    for col in (
+        "recorded after request",
+        "simulated after request",
+        "harness estimate",
+        "trigger",
+        "estimate before",
+    ):
         table.add_column(col, justify="right", no_wrap=True)
-    table.add_column("")
+    table.add_column("result")
     events: list[dict[str, Any]] = list(fidelity.get("events", []))
     shown = events
     if len(events) > most:
@@ -626,14 +636,20 @@ def print_accuracy(result: AccuracyReport, mode: str | None = None, console: Con
             title="Requests scored apart (not in the figures above)",
             title_justify="left",
         )
-        kinds.add_column("requests", no_wrap=True)
+        kinds.add_column("kind of request", no_wrap=True)
         kinds.add_column("mode", no_wrap=True)
-        for col in ("median", "p95", "max", "n"):
+        # the columns of the table above, in its words
+        for col in ("median error", "p95 error", "max error", "requests predicted"):
             kinds.add_column(col, justify="right", no_wrap=True)
         for kind, by_mode in result.kinds.items():
             for key, stats in by_mode.items():
                 kinds.add_row(
-                    kind, key, _pct(stats.median_pct), _pct(stats.p95_pct), _pct(stats.max_pct), str(stats.n)
+                    kind,
+                    key,
+                    _pct(stats.median_pct),
+                    _pct(stats.p95_pct),
+                    _pct(stats.max_pct),
+                    f"{stats.n:,}",
                 )
         parts.append(kinds)
     if mode is not None:
@@ -695,14 +711,6 @@ def print_corpus_accuracy(result: CorpusReport, console: Console | None = None) 
     for kind, stats in result.kinds.items():
         table.add_row(Text(kind, style="dim"), str(stats.n), _STATS, cell(stats), "", "")
     (console or output_console()).print(table)
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
 
 
 def _session_path(row: SessionInfo) -> str:

@@ -39,7 +39,7 @@ def summary_text(report: AccuracyReport) -> Text:
         out.append(f"{mode + mark:<24}", "bold" if mark else "")
         out.append(
             f"median {_pct(stats.median_pct):>7} · p95 {_pct(stats.p95_pct):>7} · "
-            f"max {_pct(stats.max_pct):>7} · {stats.n:,} requests\n"
+            f"max {_pct(stats.max_pct):>7} · {stats.n:,} request{'' if stats.n == 1 else 's'} predicted\n"
         )
     for kind, by_mode in report.kinds.items():
         best = by_mode.get(report.best)

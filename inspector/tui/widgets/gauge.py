@@ -52,7 +52,8 @@ def when(view: StepView, *, date: bool = True) -> str:
 
 def numbers(view: StepView, width: int = 1_000) -> str:
     """ "request 212/300 · context 171,204 (reported) · sent 119,880 after shaping · 85.6% of window",
-    with fewer words when `width` is too narrow for them (the time and the model are in `when`)."""
+    with fewer words when `width` is too narrow for them (the time and the model are in `when`); a
+    context that is the calibrated prediction (no usage reported) is called one as long as it fits."""
     how = (
         "reported" if view.reported is not None and view.reported == view.context else "calibrated prediction"
     )
@@ -81,6 +82,17 @@ def numbers(view: StepView, width: int = 1_000) -> str:
         ],
         [f"req {view.index}/{view.total}", f"ctx {tokens(view.context)}", f"sent {tokens(view.sent)}", share],
     ]
+    if how != "reported":
+        # A predicted context keeps saying so (in fewer words) before the cost or the words
+        # "after shaping" are dropped: unlabelled, it would read as what the harness reported.
+        index, context, sent = f"request {view.index}/{view.total}", tokens(view.context), tokens(view.sent)
+        variants[1:1] = [
+            [index, f"context {context} ({how})", f"sent {sent}", share, cost],
+            [index, f"context {context} ({how})", f"sent {sent}", share],
+            [index, f"context {context} (predicted)", f"sent {sent}", share],
+            [f"req {view.index}/{view.total}", f"ctx {context} (predicted)", f"sent {sent}", share],
+            [f"req {view.index}/{view.total}", f"ctx {context} (predicted)", f"sent {sent}"],
+        ]
     for parts in variants:
         text = " · ".join(p for p in parts if p)
         if cell_len(text) <= width:
