@@ -987,7 +987,7 @@ def test_requests_above_the_trigger_and_the_closest_approach() -> None:
     )
     assert found[1].explanation == (
         "closest approach to the trigger 167,000: request 3 held 171,204 tokens, 4,204 over it (2.1% of the window); "
-        "28,796 to window 200,000 (85.6% of it)"
+        "28,796 to window 200,000 (the request filled 85.6% of the window)"
     )
     assert found[2].explanation.startswith("request 5 was sent above the trigger 167,000")
     assert found[1].tokens == 171_204
@@ -1003,7 +1003,7 @@ def test_above_the_window_is_an_error_and_a_blocking_line_is_used_when_the_polic
     assert found[0].explanation.endswith(
         "(peak 205,000 at request 3, 38,000 over); 5,000 over the 200,000 window"
     )
-    assert found[1].explanation.endswith("5,000 over window 200,000 (102.5% of it)")
+    assert found[1].explanation.endswith("5,000 over window 200,000 (the request filled 102.5% of the window)")
     blocking = replace(OPENCOLLAB, name="with-blocking", blocking_buffer=3_000)
     found = run(s.replay(blocking), "pressure")
     assert found[0].explanation.startswith("requests 2–3 (2) were sent above the blocking line 177,000")
@@ -1019,7 +1019,7 @@ def test_below_the_lines_only_the_closest_approach() -> None:
             "info",
             2,
             "closest approach to the trigger 167,000: request 2 held 42,000 tokens, 125,000 to spare (62.5% of the "
-            "window); 158,000 to window 200,000 (21.0% of it)",
+            "window); 158,000 to window 200,000 (the request filled 21.0% of the window)",
         )
     ]
 
@@ -1096,7 +1096,7 @@ def test_spotter_fa812bfe_under_opencollab() -> None:
     ]
     assert found[0].explanation == (
         "closest approach to the trigger 167,000: request 126 held 166,874 tokens, 126 to spare (0.06% of the window); "
-        "10,126 to blocking 177,000, 33,126 to window 200,000 (83.4% of it)"
+        "10,126 to blocking 177,000, 33,126 to window 200,000 (the request filled 83.4% of the window)"
     )
     # lines 1590, 1655, 1690: `mix compile 2>&1` three times, Edits of pane_list_live.ex and
     # session_live_test.exs (lines 1609, 1632, 1677) in between

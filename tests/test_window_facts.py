@@ -80,7 +80,7 @@ def test_findings_closest_approach_is_against_the_trigger(capsys: pytest.Capture
     out = capsys.readouterr().out
     assert (
         "closest approach to the trigger 167,000: request 126 held 166,874 tokens, 126 to spare "
-        "(0.06% of the window); 10,126 to blocking 177,000, 33,126 to window 200,000 (83.4% of it)"
+        "(0.06% of the window); 10,126 to blocking 177,000, 33,126 to window 200,000 (the request filled 83.4% of the window)"
     ) in out
 
 

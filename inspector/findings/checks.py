@@ -935,7 +935,7 @@ def pressure(facts: Facts) -> list[Finding]:
             else f"{-first.left:,} over it ({of})"
         )
         others = ", ".join(gap_text(g, share=False) for g in gaps[1:])
-        full = f" ({peak / window:.1%} of it)" if window else ""
+        full = f" (the request filled {peak / window:.1%} of the window)" if window else ""
         text = (
             f"closest approach to the trigger {b.trigger:,}: request {peak_k} held {word}{peak:,} tokens, {rest}"
             + (f"; {others}{full}" if others else "")

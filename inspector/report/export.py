@@ -533,7 +533,7 @@ def _request_rows(report: Report) -> list[list[str]]:
     return [
         [
             str(r.index),
-            _n(r.context_tokens) + (" (est.)" if r.estimated else ""),
+            _n(r.context_tokens) + (" (predicted)" if r.estimated else ""),
             _n(r.output_tokens),
             f"{r.cumulative_tokens:,}",
             str(r.segment),
@@ -560,7 +560,7 @@ def _html_requests(report: Report) -> str:
         m = models.get(model)
         if m is None:
             m = models[model] = h(model)
-        est = " (est.)" if r.estimated else ""
+        est = " (predicted)" if r.estimated else ""
         out.append(
             f'<tr><td class="num">{r.index}</td><td class="num">{_n(r.context_tokens)}{est}</td>'
             f'<td class="num">{_n(r.output_tokens)}</td><td class="num">{r.cumulative_tokens:,}</td>'

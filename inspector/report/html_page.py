@@ -692,7 +692,7 @@ def _requests_html(report: Report, facts: PageFacts) -> str:
         m = models.get(model)
         if m is None:
             m = models[model] = h(model)
-        est = " (est.)" if r.estimated else ""
+        est = " (predicted)" if r.estimated else ""
         cost = money_text(r.cost.total) if r.cost is not None else h(r.cost_note or "—")
         out.append(
             f'<tr><td class="num">{r.index}</td><td class="num">{_n(r.context_tokens)}{est}</td>'

@@ -427,7 +427,7 @@ def _composition_table(comp: dict[str, Any]) -> Table:
         title_justify="left",
     )
     table.add_column("part")
-    for col in ("raw", f"% of {of}", "sent", f"% of {of} "):
+    for col in ("raw", f"raw % of {of}", "sent", f"sent % of {of}"):
         table.add_column(col, justify="right")
     table.add_column("", no_wrap=True)
     for part in comp.get("parts", []):
