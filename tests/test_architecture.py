@@ -76,6 +76,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"report"}),
     frozenset({"findings"}),
     frozenset({"scenarios"}),
+    frozenset({"session"}),
     frozenset({"tui"}),
     frozenset({"cli"}),
     frozenset({"__main__"}),
@@ -84,7 +85,8 @@ LAYERS: tuple[frozenset[str], ...] = (
 from its own layer's packages or from layers below (DESIGN.md §1: bytes -> records -> ledger ->
 views -> widgets). `harnesses` (the registry, importing nothing of the package) and `samples` (the
 bundled sessions: data only) are under all; `door` (the pydantic error line) and `settings` sit
-under everything that reads a user's file; the app reads tours from `scenarios`; the command line
+under everything that reads a user's file; the app reads tours from `scenarios`; `session` (one opened
+session without a screen: replay, lock, scan, live rebuilds) sits right under the app; the command line
 opens the app."""
 
 KNOWN_UPWARD: dict[tuple[str, str], str] = {
