@@ -1,8 +1,9 @@
 """The app: one main screen (gauge, sparkline, pipeline columns, side panes), modals, workers.
 
-Workers (threads) load and shape; they post messages; the screen's message handlers hand the
-results to the widgets. Widgets never shape. Every access to the Replay goes through one lock,
-because the background scan and the request being viewed share its step cache.
+The session shown (`inspector.session.Session`, no Textual) owns the replay and its lock, the paced
+background scan, the live rebuilds and the findings cache. The screen's workers (threads) call it
+and post what it returns; the screen's message handlers hand the results to the widgets. Widgets
+never shape. The screen keeps display and key routing.
 
 Every `@work` here names its `description`: without one Textual builds it from `repr()` of the
 arguments, which for a StepView of 100,000 messages takes over a minute on the UI thread.
