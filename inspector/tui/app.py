@@ -1168,7 +1168,8 @@ class MainScreen(Screen[None]):
                 severity="error",
             )
         elif worker.group == "live" and event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
-            self.core.live_busy = False  # (the worker reports its own failures: this is a safety net)
+            # (the worker reports its own failures: this is a safety net)
+            self.core.rebuild_ended(self.generation, None, accepted=True)
             self._kick_live()
 
     def action_search(self) -> None:
