@@ -97,6 +97,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"report"}),
     frozenset({"findings"}),
     frozenset({"scenarios"}),
+    frozenset({"session"}),
     frozenset({"tui"}),
     frozenset({"cli"}),
     frozenset({"__main__"}),
@@ -107,8 +108,9 @@ views -> widgets). `harnesses` (the registry, importing nothing of the package) 
 bundled sessions: data only) are under all; `door` (the pydantic error line) and `settings` sit
 under everything that reads a user's file; `harness_rules` (the harness rules by version, beside
 the registry) reads the models table of `model` (`model/windows.py`) and is read by `tokens` and
-`shaping`; the app reads tours from `scenarios`; the command line opens the app. No import goes
-up: none is excused."""
+`shaping`; the app reads tours from `scenarios`; `session` (one opened session without a screen:
+replay, lock, scan, live rebuilds) sits right under the app; the command line opens the app. No
+import goes up: none is excused."""
 
 
 def _module_name(path: Path, root: Path = PACKAGE) -> str:

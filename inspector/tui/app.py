@@ -1,8 +1,9 @@
 """The app: one main screen (gauge, sparkline, pipeline columns, side panes), modals, workers.
 
-Workers (threads) load and shape; they post messages; the screen's message handlers hand the
-results to the widgets. Widgets never shape. Every access to the Replay goes through one lock,
-because the background scan and the request being viewed share its step cache.
+The session shown (`inspector.session.Session`, no Textual) owns the replay and its lock, the paced
+background scan, the live rebuilds and the findings cache. The screen's workers (threads) call it
+and post what it returns; the screen's message handlers hand the results to the widgets. Widgets
+never shape. The screen keeps display and key routing.
 
 Every `@work` here names its `description`: without one Textual builds it from `repr()` of the
 arguments, which for a StepView of 100,000 messages takes over a minute on the UI thread.
@@ -11,12 +12,9 @@ arguments, which for a StepView of 100,000 messages takes over a minute on the U
 from __future__ import annotations
 
 import dataclasses
-import gc
 import os
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -34,7 +32,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from inspector.findings import Finding, find_all
+from inspector.findings import Finding
 from inspector.formats import LoaderError, load
 from inspector.live import Follower, SessionInfo
 from inspector.model import RecordedEvent, SubagentRef, Transcript
@@ -42,18 +40,22 @@ from inspector.model.bulk import hold_loaded
 from inspector.model.cost import money_at
 from inspector.model.sanitize import one_line
 from inspector.replay import Replay, ReplayError, Step
-from inspector.replay.folded import OpenedCompaction, compaction_at, opened
+from inspector.replay.folded import OpenedCompaction
 from inspector.replay.settings import RunSettings, WindowSource
 from inspector.samples import sample_info
 from inspector.scenarios import Tour
 from inspector.scenarios import tour as scenario_tour
+from inspector.session import SCAN_TAIL_S as SCAN_TAIL_S  # (re-exported: where the tests look)
+from inspector.session import SCAN_YIELD_S as SCAN_YIELD_S
+from inspector.session import Pacer as Pacer
+from inspector.session import Rebuild, ScanState, Session
 from inspector.shaping import PRESETS, Policy, PolicyError
 from inspector.tui.banner import sample_banner
 from inspector.tui.calibrate import CalibrateScreen
 from inspector.tui.compare import CompareScreen
 from inspector.tui.findings import FindingsScreen
 from inspector.tui.lab import LabResult, LabScreen
-from inspector.tui.live import crossing, next_replay
+from inspector.tui.live import crossing
 from inspector.tui.messages import (
     DetailReady,
     FindingsReady,
@@ -103,89 +105,9 @@ RESET_WORDS = {
     "changed": "changed",
 }
 """FollowUpdate.reset_reason, as the notification says it."""
-HARNESS_QUIET_S = 1.0
-"""A followed file rests this long before the harness's estimates of the grown session are computed."""
-SCAN_POST_INTERVAL = 0.25
-"""Seconds between progress messages of the background scan."""
-SCAN_SLICE = 0.002
-SCAN_SHARE = 2 / 3
-SCAN_MAX_REST = 0.25
-"""The scan rests once it has worked a slice (seconds), so that it works `SCAN_SHARE` of one core
-at most (a rest of at most `SCAN_MAX_REST`). A request takes some 0.1 ms to shape, and a rest after
-each one (at least 0.5 ms, as sleeping goes) had the scan of 5,794 requests end 6.3 s after the
-app's start; at half of a core 1.56-1.73 s, at two thirds 1.37-1.48 s. The requests being shown go
-first (`SCAN_YIELD_S`): steps back took the same 59 ms (p95 62-81 ms) at either share."""
-SCAN_YIELD_S = 0.5
-SCAN_TAIL_S = 0.1
-"""While a request is being shaped to be shown (a step the user asked for, a live update, the first
-paint), the scan rests, and for `SCAN_TAIL_S` after it is shown, its frames going first; at most
-`SCAN_YIELD_S` in all (seconds). While the scan worked beside them, a step back took 70 ms (p95
-110 ms) against 64 ms (70 ms) alone, and a live append reached the screen in 90-160 ms against
-87-100 ms with no scan."""
 DETAIL_DELAY = 0.06
 """Seconds the cursor must rest on a row before its detail is computed (holding a key down
 spawns no work)."""
-
-COMMANDS: list[tuple[str, str, str]] = [
-    ("Next request", "Step to the next request", "next_request"),
-    ("Previous request", "Step to the previous request", "previous_request"),
-    ("Next event", "Next request where a layer starts firing or a compaction was recorded", "next_event"),
-    (
-        "Previous event",
-        "Previous request where a layer starts firing or a compaction was recorded",
-        "previous_event",
-    ),
-    ("Go to request…", "Jump to a request by number", "goto"),
-    ("First request", "Jump to request 1", "first_request"),
-    ("Last request", "Jump to the newest request", "last_request"),
-    ("Follow newest request", "Toggle following the newest request", "toggle_follow"),
-    ("Search messages…", "Find the next message containing a text, in this ledger", "search"),
-    ("Choose policy…", "Replay under another policy preset", "choose_policy"),
-    ("Set window…", "Replay with another context window", "set_window"),
-    ("Tour: next stop", "The next stop of the guided tour (when touring a scenario)", "next_stop"),
-    ("Tour: previous stop", "The previous stop of the guided tour", "previous_stop"),
-    (
-        "Findings",
-        "What went wrong in this session (re-reads, storms, overflows…); enter goes there",
-        "findings",
-    ),
-    ("What-if lab…", "Change the window and the policy's parameters, replay, save as a policy file", "lab"),
-    ("Export screen as SVG", "Save this screen as ./context-inspector-request-K.svg", "export_svg"),
-    ("Compare with policy…", "This request under this policy and another, side by side", "compare"),
-    ("Open message", "Show the selected message full screen", "open_message"),
-    (
-        "What fills the window",
-        "This request's window part by part (system prompt, memory, tools, thinking…), raw and sent",
-        "composition",
-    ),
-    (
-        "Open the recorded compaction",
-        "At a request right after the harness compacted: the ledger before it beside what came after",
-        "open_compaction",
-    ),
-    (
-        "Subagents",
-        "The subagents this session ran (Task calls): enter opens one's transcript, esc comes back",
-        "subagents",
-    ),
-    ("Back to the session", "On a subagent's transcript: back to the session that ran it", "close_search"),
-    ("Toggle the panels", "Small terminals: the pipeline, the side panes or the chart", "toggle_panel"),
-    ("Toggle light / dark theme", "Switch between the dark and the light theme", "toggle_theme"),
-    ("Back to sessions", "The sessions found on this machine (when opened on the picker)", "sessions"),
-    ("Help", "Keys, and what the columns mean", "help"),
-]
-
-
-def open_compaction(replay: Replay, k: int) -> OpenedCompaction | None:
-    """The compaction the harness recorded right before request k, opened (holding the replay's
-    lock: it shapes the request before it); None where there is none, or it cannot be opened."""
-    event = compaction_at(replay, k)
-    if event is None or event.after_request < 1:
-        return None
-    try:
-        return opened(replay, event)
-    except (ReplayError, ValueError, KeyError, IndexError):
-        return None
 
 
 def step_view(
@@ -233,71 +155,43 @@ def step_view(
     )
 
 
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a step of a big ledger is built (it allocates
-    hundreds of thousands of small objects, and collections triggered by them double the time)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+def _layout(
+    replay: Replay,
+    step: Step,
+    events: list[RecordedEvent],
+    compaction: OpenedCompaction | None,
+    *,
+    wait: bool,
+) -> StepView:
+    """`step_view` as the session's `Layout`."""
+    return step_view(replay, step, events, wait=wait, compaction=compaction)
 
 
-class Pacer:
-    """Keeps a background thread to a `share` of one core: once it has worked `work_slice` seconds
-    since its last rest, it rests for what keeps it to that share (at most `max_rest` at a time)."""
-
-    def __init__(
-        self,
-        work_slice: float = SCAN_SLICE,
-        share: float = SCAN_SHARE,
-        max_rest: float = SCAN_MAX_REST,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        if not 0 < share <= 1:
-            raise ValueError(f"a share of one core is in (0, 1], not {share}")
-        self.work_slice = work_slice
-        self.rest_per_work = (1 - share) / share
-        self.max_rest = max_rest
-        self.sleep = sleep
-        self.owed = 0.0
-        """Seconds worked since the last rest."""
-
-    def worked(self, seconds: float) -> None:
-        self.owed += seconds
-        if self.owed >= self.work_slice:
-            self.sleep(min(self.max_rest, self.owed * self.rest_per_work))
-            self.owed = 0.0
-
-
-class Waiting:
-    """A thread-safe count of threads waiting for something, used as a context manager."""
-
-    def __init__(self) -> None:
-        self._count = 0
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> None:
-        with self._lock:
-            self._count += 1
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._count -= 1
-
-    @property
-    def busy(self) -> bool:
-        return self._count > 0
+def palette_entries(
+    bindings: Iterable[BindingType], key_display: Callable[[Binding], str] = lambda b: b.key
+) -> list[tuple[str, str, str]]:
+    """The command palette's entries, from a screen's bindings (one source of truth): (name, help,
+    action) for every binding, its footer label as the name, its tooltip and key as the help. A
+    key bound twice to one action is one entry."""
+    entries: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for binding in Binding.make_bindings(bindings):
+        if binding.action in seen:
+            continue
+        seen.add(binding.action)
+        said = binding.tooltip or binding.description
+        entries.append((binding.description, f"{said} · key {key_display(binding)}", binding.action))
+    return entries
 
 
 class InspectorCommands(Provider):
-    """Every key's action, in the command palette."""
+    """Every key's action (`MainScreen.BINDINGS`), and every policy preset, in the command palette."""
+
+    def _keys(self) -> list[tuple[str, str, str]]:
+        return palette_entries(MainScreen.BINDINGS, self.app.get_key_display)
 
     def _commands(self) -> Iterable[tuple[str, str, str]]:
-        yield from COMMANDS
+        yield from self._keys()
         for policy in PRESETS.values():
             yield (f"Policy: {policy.name}", policy.description, f"set_policy('{policy.name}')")
 
@@ -305,7 +199,7 @@ class InspectorCommands(Provider):
         screen = self.screen
         if not isinstance(screen, MainScreen):
             return
-        for name, help_text, action in COMMANDS:
+        for name, help_text, action in self._keys():
             yield DiscoveryHit(name, partial(screen.run_action, action), help=help_text)
 
     async def search(self, query: str) -> Hits:
@@ -342,10 +236,20 @@ class MainScreen(Screen[None]):
         ),
         Binding("N", "previous_event", "Prev event", tooltip="Previous such request"),
         Binding("g", "goto", "Go to", tooltip="Go to a request by number"),
+        Binding("less_than_sign", "first_request", "First request", tooltip="Jump to request 1", show=False),
+        Binding(
+            "greater_than_sign",
+            "last_request",
+            "Last request",
+            tooltip="Jump to the newest request",
+            show=False,
+        ),
         Binding("f", "toggle_follow", "Follow", tooltip="Follow the newest request"),
-        Binding("slash", "search", "Search", tooltip="Find a message containing a text"),
-        Binding("p", "choose_policy", "Policy", tooltip="Choose the policy"),
-        Binding("w", "set_window", "Window", tooltip="Set the context window"),
+        Binding(
+            "slash", "search", "Search", tooltip="Find the next message containing a text, in this ledger"
+        ),
+        Binding("p", "choose_policy", "Policy", tooltip="Replay under another policy preset"),
+        Binding("w", "set_window", "Window", tooltip="Replay with another context window"),
         Binding("full_stop", "next_stop", "Next stop", tooltip="Tour: the next stop"),
         Binding("comma", "previous_stop", "Prev stop", tooltip="Tour: the previous stop"),
         Binding("x", "composition", "Context", tooltip="What fills the window at this request (/context)"),
@@ -360,9 +264,14 @@ class MainScreen(Screen[None]):
             "F",
             "findings",
             "Findings",
-            tooltip="What went wrong in this session; enter goes there",
+            tooltip="What went wrong in this session (re-reads, storms, overflows…); enter goes there",
         ),
-        Binding("l", "lab", "What-if", tooltip="Change the window and the policy's parameters"),
+        Binding(
+            "l",
+            "lab",
+            "What-if",
+            tooltip="Change the window and the policy's parameters, replay, save as a policy file",
+        ),
         Binding(
             "A",
             "calibrate",
@@ -384,17 +293,23 @@ class MainScreen(Screen[None]):
             tooltip="The subagents this session ran: enter opens one, esc there comes back",
         ),
         Binding("t", "toggle_theme", "Theme", tooltip="Light or dark theme", show=False),
-        Binding("enter", "open_message", "Open", show=False),
+        Binding("enter", "open_message", "Open", tooltip="Show the selected message full screen", show=False),
         Binding("question_mark", "help", "Help", tooltip="Keys and what the columns mean"),
         Binding("s", "sessions", "Sessions", tooltip="Back to the sessions on this machine"),
-        Binding("q", "quit", "Quit"),
+        Binding("q", "quit", "Quit", tooltip="Quit the app"),
         Binding(
             "escape",
             "close_search",
             "Back",
             tooltip="Close the search; on a subagent's transcript, back to its session",
         ),
-        Binding("end", "follow_newest", "Follow newest", show=False),
+        Binding(
+            "end",
+            "follow_newest",
+            "Follow newest",
+            tooltip="Live: follow the newest request again",
+            show=False,
+        ),
     ]
 
     following: var[bool] = var(False, init=False)
@@ -461,74 +376,72 @@ class MainScreen(Screen[None]):
         """The subagent shown (with `parent`)."""
         self.links: tuple[Transcript, dict[str, SubagentRef]] | None = None
         """Which messages of the transcript spawned or answered which subagent (`subagent_links`)."""
-        self.window_source = window_source
-        """What `window` is, when given: "--window", or "sample" (a bundled sample's own)."""
         self.tour_name = tour
         """A scenario whose guided tour runs beside the columns (`.`/`,` step through its stops)."""
         self.tour: Tour | None = None
         self.stop_index = 0
-        self.transcript = transcript
-        self.policy_arg = policy
-        self.window_arg = window
+        self.core = Session(transcript, policy, window, window_source, follower)
+        """The session shown: its replay and lock, the scan, live rebuilds, the findings (no Textual)."""
         self.start = start
-        self.replay: Replay | None = None
-        self.replay_lock = threading.Lock()
-        self.waiting = Waiting()
-        """Steps for the screen waiting for the lock (the background scan steps aside for them)."""
-        self.scan_rests_until = 0.0
-        """Monotonic time until which the scan rests (`SCAN_YIELD_S`, `SCAN_TAIL_S`)."""
-        self.generation = 0
         self.request = 0
         self.view: StepView | None = None
         self.session: SessionView | None = None
-        self.fired: dict[int, frozenset[str]] = {}
-        self.scanned = 0
-        self.scan_started = -1
         self.last_query = ""
         self.pending: int | None = None
         self.detail_timer: Timer | None = None
-        # live following
-        self.follower = follower
-        self.live_busy = follower is not None
-        """A live rebuild is running (at first: the initial load, which must land first)."""
-        self.live_dirty = False
-        """The file changed since the last rebuild started."""
-        self.changed_at = time.monotonic()
-        """When the followed file last changed (monotonic seconds)."""
-        self.live_reset: str | None = None
-        """The file was truncated or replaced since the last rebuild started (the reason)."""
         self.file_missing = False
         self.tail_stopped: str | None = None
         """Why following stopped (the tail worker failed), if it did."""
         self.seen_total = 0
         """Requests there were when the user stepped away from the newest one."""
-        self.awaiting_first = follower is not None
-        """Live: the first replay has not landed yet (rebuilds wait for it, so it cannot land last)."""
-        self.reshaping = False
-        """A change of policy or window is being replayed (its replay has not landed yet)."""
-        self.settings_before: tuple[str | Policy | None, int | None, str] = (policy, window, window_source)
-        """(policy, window, window source) before the change being replayed: restored if it fails."""
-        self.scan_seed: dict[int, frozenset[str]] = {}
-        """What the scan of the replay before a live update found, still valid for this one."""
         self.title_text = ""
         self.panel = "columns"
         """What the middle of a narrow screen shows (`PANELS`)."""
-        self.findings_cache: tuple[int, list[Finding]] | None = None
         if follower is not None:
             self.set_reactive(MainScreen.following, True)
 
-    # -- layout -------------------------------------------------------------------------------
-    @contextmanager
-    def screen_lock(self) -> Iterator[None]:
-        """The replay's lock, taken for what the screen waits on (a step, the findings, the
-        window's layout): counted in `waiting` while it waits, so the background scan steps aside."""
-        with self.waiting:
-            self.replay_lock.acquire()
-        try:
-            yield
-        finally:
-            self.replay_lock.release()
+    # -- the session's state, as the screen reads it ----------------------------------------------
+    @property
+    def transcript(self) -> Transcript:
+        return self.core.transcript
 
+    @property
+    def replay(self) -> Replay | None:
+        return self.core.replay
+
+    @property
+    def generation(self) -> int:
+        return self.core.generation
+
+    @property
+    def follower(self) -> Follower | None:
+        return self.core.follower
+
+    @property
+    def fired(self) -> dict[int, frozenset[str]]:
+        return self.core.fired
+
+    @property
+    def scanned(self) -> int:
+        return self.core.scanned
+
+    @property
+    def reshaping(self) -> bool:
+        return self.core.reshaping
+
+    @property
+    def window_source(self) -> str:
+        return self.core.window_source
+
+    @property
+    def replay_lock(self) -> threading.Lock:
+        return self.core.lock
+
+    @property
+    def scan_rests_until(self) -> float:
+        return self.core.rests_until
+
+    # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static("", id="banner", markup=False)
         with Horizontal(id="top"):
@@ -588,6 +501,7 @@ class MainScreen(Screen[None]):
             self.load_tour(self.tour_name, self.generation)
 
     # -- workers ------------------------------------------------------------------------------
+    # Each calls the session (`self.core`) and posts what it returns; the handlers below show it.
     @work(
         thread=True,
         exclusive=True,
@@ -597,14 +511,7 @@ class MainScreen(Screen[None]):
     )
     def load_replay(self, generation: int) -> None:
         try:
-            with self.replay_lock:
-                replay = Replay.open(
-                    self.transcript,
-                    policy=self.policy_arg,
-                    window=self.window_arg,
-                    window_source=self.window_source,
-                )
-                contexts = tuple(replay.contexts())
+            replay, contexts = self.core.open()
         except (PolicyError, ReplayError, OSError, ValueError) as exc:
             self.post_message(LoadFailed(str(exc), generation))
             return
@@ -627,42 +534,19 @@ class MainScreen(Screen[None]):
         exit_on_error=False,
         description="read and replay the grown transcript",
     )
-    def rebuild_live(
-        self,
-        follower: Follower,
-        previous: Replay | None,
-        policy: str | Policy | None,
-        window: int | None,
-        generation: int,
-        reset_reason: str | None,
-        want: int | None,
-    ) -> None:
+    def rebuild_live(self, order: Rebuild) -> None:
         """The follower's transcript of everything read so far, replayed (one at a time: see
-        `_kick_live`). `previous` is the replay it grew from, under the same settings (None after a
-        reset or while new settings are being applied). `want`: the request to lay out with it
-        (None: the newest)."""
+        `_kick_live`), with the request to show laid out (`Session.rebuild`)."""
+        layout = partial(_layout, wait=False)
         try:
-            transcript = follower.transcript()
-            view: StepView | None = None
-            with paused_gc():
-                with self.screen_lock():
-                    replay = next_replay(previous, transcript, policy, window, self.window_source)
-                    # The request that will be shown, shaped here: one worker less before it is on screen.
-                    k = len(replay) if want is None else min(want, len(replay))
-                    if k >= 1:
-                        view = step_view(
-                            replay,
-                            replay.step(k),
-                            replay.events_at(k - 1),
-                            wait=False,
-                            compaction=open_compaction(replay, k),
-                        )
-                contexts = tuple(replay.contexts())
+            done = self.core.rebuild(order, layout)
         except Exception as exc:  # the transcript is untrusted: a failure must not stop following
-            self.post_message(LiveFailed(f"cannot read the grown transcript: {exc}", generation))
+            self.post_message(LiveFailed(f"cannot read the grown transcript: {exc}", order.generation))
             return
-        session = session_view(contexts, transcript.events)
-        self.post_message(LiveReplayReady(replay, session, generation, reset_reason, view))
+        session = session_view(done.contexts, done.transcript.events)
+        self.post_message(
+            LiveReplayReady(done.replay, session, order.generation, order.reset_reason, done.view)
+        )
 
     @work(
         thread=True,
@@ -675,8 +559,7 @@ class MainScreen(Screen[None]):
         self, replay: Replay, policy: str | Policy | None, window: int | None, generation: int
     ) -> None:
         try:
-            with self.replay_lock:
-                new = replay.with_settings(policy=policy, window=window)
+            new = self.core.reshaped(replay, policy, window)
         except (PolicyError, ValueError) as exc:
             self.post_message(LoadFailed(str(exc), generation))
             return
@@ -688,18 +571,14 @@ class MainScreen(Screen[None]):
     def compute_step(
         self, replay: Replay, k: int, generation: int, keep: str | None, bottom: bool = False
     ) -> None:
-        with paused_gc():
-            try:
-                with self.screen_lock():
-                    step = replay.step(k)
-                    events = replay.events_at(k - 1)
-                    compaction = open_compaction(replay, k)
-            except ReplayError as exc:
-                self.post_message(LoadFailed(str(exc), generation))
-                return
-            # the first frame does not wait for the harness's estimates (a pass over the whole
-            # session): the scan that starts once it is drawn brings them (`HarnessReady`)
-            view = step_view(replay, step, events, wait=self.view is not None, compaction=compaction)
+        # the first frame does not wait for the harness's estimates (a pass over the whole
+        # session): the scan that starts once it is drawn brings them (`HarnessReady`)
+        layout = partial(_layout, wait=self.view is not None)
+        try:
+            view = self.core.shape(replay, k, layout)
+        except ReplayError as exc:
+            self.post_message(LoadFailed(str(exc), generation))
+            return
         self.post_message(StepReady(view, generation, keep, bottom))
 
     @work(
@@ -714,61 +593,21 @@ class MainScreen(Screen[None]):
 
         `seed`: requests 1..len(seed) already scanned (live: before the transcript grew)."""
         worker = get_current_worker()
-        fired: dict[int, frozenset[str]] = dict(seed)
-        known = self.session.sent if self.session is not None else ()
-        sent: list[int] = list(known[: len(seed)])
-        simulated: set[int] = {k for k, names in seed.items() if names & SIMULATED_COMPACTION_LAYERS}
-        total = len(replay)
-        last = time.monotonic()
-        pacer = Pacer()
-        if len(seed) >= total:
-            self.post_message(
-                ScanProgress(fired, frozenset(simulated), total, total, generation, tuple(sent))
-            )
-            self._estimate_harness(replay, generation, worker)
-            return
-        if self.follower is None:
-            self._estimate_harness(replay, generation, worker)  # first: the gauge shown lacks it
-        for k in range(len(seed) + 1, total + 1):
-            if worker.is_cancelled:
-                return
-            # The request the user is looking at goes first: wait while it wants the lock.
-            while not worker.is_cancelled and (self.waiting.busy or time.monotonic() < self.scan_rests_until):
-                time.sleep(0.01)
-            started = time.perf_counter()
-            with self.replay_lock:
-                result = replay.step(k).result
-                names = frozenset(result.fired)
-            if len(sent) == k - 1:
-                sent.append(result.sent_tokens)
-            # At most SCAN_SHARE of one core: a thread that never sleeps keeps the GIL from the UI.
-            pacer.worked(time.perf_counter() - started)
-            fired[k] = names
-            if names & SIMULATED_COMPACTION_LAYERS:
-                simulated.add(k)
-            now = time.monotonic()
-            if now - last >= SCAN_POST_INTERVAL or k == total:
-                last = now
-                self.post_message(
-                    ScanProgress(dict(fired), frozenset(simulated), k, total, generation, tuple(sent))
-                )
-        self._estimate_harness(replay, generation, worker)
 
-    def _estimate_harness(self, replay: Replay, generation: int, worker: Worker[None]) -> None:
-        """What the harness estimated at every request (one pass over the session), for the gauge
-        of a live session, whose updates do not wait for it: once the file has rested
-        `HARNESS_QUIET_S` (a pass costs 0.1-0.3 s at 20,000 messages, and an agent's burst of lines
-        would otherwise pay it at every line). A new generation cancels the wait."""
-        if not len(replay) or replay.harness_estimate(1, wait=False) is not None:
-            return
-        while self.follower is not None and time.monotonic() - self.changed_at < HARNESS_QUIET_S:
-            if worker.is_cancelled:
-                return
-            time.sleep(0.05)
-        if worker.is_cancelled:
-            return
-        replay.harness_estimates()
-        self.post_message(HarnessReady(generation))
+        def cancelled() -> bool:
+            return worker.is_cancelled
+
+        known = self.session.sent if self.session is not None else ()
+        first = self.follower is None and len(seed) < len(replay)  # first: the gauge shown lacks it
+        if first and self.core.estimate_harness(replay, cancelled):
+            self.post_message(HarnessReady(generation))
+        states = self.core.scan(replay, seed, known, marks=SIMULATED_COMPACTION_LAYERS, cancelled=cancelled)
+        for state in states:
+            self.post_message(
+                ScanProgress(state.fired, state.simulated, state.scanned, state.total, generation, state.sent)
+            )
+        if not cancelled() and self.core.estimate_harness(replay, cancelled):
+            self.post_message(HarnessReady(generation))
 
     @work(
         thread=True,
@@ -798,13 +637,9 @@ class MainScreen(Screen[None]):
     def replay_ready(self, event: ReplayReady) -> None:
         if event.generation != self.generation:
             return
-        self.reshaping = False
         replay = event.replay
-        self.replay = replay
+        self.core.landed(replay)
         self.session = event.session
-        self.fired = {}
-        self.scanned = 0
-        self.scan_seed = {}
         self._set_title(replay)
         self._show_banner(replay)
         total = len(replay)
@@ -828,9 +663,7 @@ class MainScreen(Screen[None]):
     def load_failed(self, event: LoadFailed) -> None:
         if event.generation != self.generation:
             return
-        if self.reshaping and self.replay is not None:
-            self.reshaping = False
-            self.policy_arg, self.window_arg, self.window_source = self.settings_before
+        self.core.settings_failed()
         if self.view is None:
             self.gauge.status = f"cannot open: {one_line(event.reason, 400)}"
         notify(self, event.reason, title="context-inspector", severity="error")
@@ -891,9 +724,7 @@ class MainScreen(Screen[None]):
 
     # -- live following -----------------------------------------------------------------------
     def _first_replay_landed(self) -> None:
-        if self.awaiting_first:
-            self.awaiting_first = False
-            self.live_busy = False
+        if self.core.first_landed():
             self._kick_live()
 
     @on(TranscriptChanged)
@@ -909,43 +740,31 @@ class MainScreen(Screen[None]):
                     severity="warning",
                 )
             self._show_title()
-        if update.reset:
-            self.live_reset = update.reset_reason or "replaced"
+        self.core.file_changed(update)
         if update.changed:
-            self.changed_at = time.monotonic()
-            self.live_dirty = True
             self._kick_live()
 
     def _kick_live(self) -> None:
         """Start a rebuild if the file changed and none is running (one at a time; changes that
         arrive meanwhile are read by the next one, so a burst costs two rebuilds, not one each)."""
-        if self.follower is None or self.live_busy or not self.live_dirty:
-            return
-        self.live_busy = True
-        self.live_dirty = False
-        self.scan_rests_until = time.monotonic() + SCAN_YIELD_S  # until the grown session is shown
-        reason, self.live_reset = self.live_reset, None
-        previous = None if reason is not None or self.reshaping else self.replay
         want = None if self.following or not self.request else self.request
-        self.rebuild_live(
-            self.follower, previous, self.policy_arg, self.window_arg, self.generation, reason, want
-        )
+        order = self.core.next_rebuild(want)
+        if order is not None:
+            self.rebuild_live(order)
 
     @on(LiveFailed)
     def live_failed(self, event: LiveFailed) -> None:
-        self.live_busy = False
+        self.core.rebuild_ended(event.generation, None, accepted=True)  # not read again: it failed
         if event.generation == self.generation:
             notify(self, event.reason, title="following", severity="error")
         self._kick_live()
 
     @on(LiveReplayReady)
     def live_replay_ready(self, event: LiveReplayReady) -> None:
-        self.live_busy = False
-        if event.generation != self.generation:
-            # The policy or window changed meanwhile: read it again under the new settings.
-            self.live_dirty = True
-            self.live_reset = self.live_reset or event.reset_reason
-        else:
+        # The policy or window changed meanwhile (a newer generation): read it again under them.
+        stale = event.generation != self.generation
+        self.core.rebuild_ended(event.generation, event.reset_reason, accepted=not stale)
+        if not stale:
             self._accept_live(event)
         self._kick_live()
 
@@ -953,22 +772,9 @@ class MainScreen(Screen[None]):
         """The grown transcript replaces the old one: new generation, the newest request when
         following, notifications when the pressure crosses the warning line or the trigger."""
         replay, reset = event.replay, event.reset_reason
-        old_total = self.total
         old = self.session.contexts if self.session is not None else ()
         before = old[-1] if old and reset is None else None
-        # A request's shaping depends on the transcript up to it only, so what the scan found for
-        # the old requests holds; the old last one may have grown (streamed lines) and is redone.
-        seed: dict[int, frozenset[str]] = {}
-        k = 1
-        while reset is None and k < old_total and k in self.fired:
-            seed[k] = self.fired[k]
-            k += 1
-        self.generation += 1
-        self.transcript = replay.transcript
-        self.replay = replay
-        self.fired = dict(seed)
-        self.scanned = len(seed)
-        self.scan_seed = seed
+        seed = self.core.grew(replay, reset)  # what the scan found for the old requests holds
         simulated = frozenset(k for k, names in seed.items() if names & SIMULATED_COMPACTION_LAYERS)
         sent = self.session.sent[: len(seed)] if self.session is not None else ()
         self.session = dataclasses.replace(event.session, simulated=simulated, scanned=len(seed), sent=sent)
@@ -1019,7 +825,7 @@ class MainScreen(Screen[None]):
         view = event.view
         self.view = view
         # shown: the scan goes on once its frames are drawn
-        self.scan_rests_until = min(self.scan_rests_until, time.monotonic() + SCAN_TAIL_S)
+        self.core.shown()
         self.gauge.show(view)
         self.gauge.border_subtitle = line(self._gauge_subtitle(view))
         self.sparkline.set_current(view.index, view.trigger, view.target, view.window)
@@ -1031,9 +837,8 @@ class MainScreen(Screen[None]):
         self.columns.show(view, keep=event.keep)
         if event.bottom:
             self.columns.select_row(len(view.rows) - 1)
-        if self.scan_started != self.generation and self.replay is not None:
-            self.scan_started = self.generation
-            self.scan(self.replay, self.generation, self.scan_seed)
+        if self.core.start_scan() and self.replay is not None:
+            self.scan(self.replay, self.generation, self.core.scan_seed)
 
     @on(HarnessReady)
     def harness_ready(self, event: HarnessReady) -> None:
@@ -1085,8 +890,7 @@ class MainScreen(Screen[None]):
     def scan_progress(self, event: ScanProgress) -> None:
         if event.generation != self.generation or self.session is None:
             return
-        self.fired = event.fired
-        self.scanned = event.scanned
+        self.core.scanned_to(ScanState(event.fired, event.simulated, event.scanned, event.total, event.sent))
         self.session = dataclasses.replace(
             self.session, simulated=event.simulated, scanned=event.scanned, sent=event.sent
         )
@@ -1178,7 +982,7 @@ class MainScreen(Screen[None]):
         keep = select or self._cursor_message()
         if not quiet:
             self.gauge.border_subtitle = line(f"shaping request {k}…")
-        self.scan_rests_until = time.monotonic() + SCAN_YIELD_S  # until it is shown (`step_ready`)
+        self.core.showing()  # the scan rests until it is shown (`step_ready`)
         self.compute_step(self.replay, k, self.generation, keep, bottom)
 
     def _cursor_message(self) -> str | None:
@@ -1364,7 +1168,8 @@ class MainScreen(Screen[None]):
                 severity="error",
             )
         elif worker.group == "live" and event.state in (WorkerState.ERROR, WorkerState.CANCELLED):
-            self.live_busy = False  # (the worker reports its own failures: this is a safety net)
+            # (the worker reports its own failures: this is a safety net)
+            self.core.rebuild_ended(self.generation, None, accepted=True)
             self._kick_live()
 
     def action_search(self) -> None:
@@ -1423,9 +1228,9 @@ class MainScreen(Screen[None]):
         """The findings of this replay (computed once per replay, in a worker), in a panel."""
         if not self.ready("looking for findings"):
             return
-        cached = self.findings_cache
-        if cached is not None and cached[0] == self.generation:
-            self._show_findings(cached[1])
+        cached = self.core.cached_findings()
+        if cached is not None:
+            self._show_findings(cached)
             return
         notify(self, "looking for findings…", timeout=2)
         self.compute_findings(self.replay, self.generation)
@@ -1487,8 +1292,9 @@ class MainScreen(Screen[None]):
     def subagent_loaded(self, event: SubagentLoaded) -> None:
         if self.app.screen is not self:
             return  # the user went elsewhere meanwhile
-        window = self.window_arg if self.window_source == "--window" else None
-        screen = MainScreen(event.transcript, self.policy_arg, window, "last", parent=self, agent=event.agent)
+        core = self.core
+        window = core.window if core.window_source == "--window" else None
+        screen = MainScreen(event.transcript, core.policy, window, "last", parent=self, agent=event.agent)
         self.app.push_screen(screen)
 
     def _back_to_parent(self) -> bool:
@@ -1591,8 +1397,7 @@ class MainScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="findings", exit_on_error=False, description="find findings")
     def compute_findings(self, replay: Replay, generation: int) -> None:
         try:
-            with self.screen_lock():
-                found = find_all(replay)
+            found = self.core.findings(replay, generation)
         except (ReplayError, ValueError) as exc:
             self.post_message(LoadFailed(f"cannot look for findings: {exc}", generation))
             return
@@ -1602,7 +1407,7 @@ class MainScreen(Screen[None]):
     def findings_ready(self, event: FindingsReady) -> None:
         if event.generation != self.generation:
             return
-        self.findings_cache = (event.generation, event.findings)
+        self.core.keep_findings(event.generation, event.findings)
         self._show_findings(event.findings)
 
     def action_calibrate(self) -> None:
@@ -1655,10 +1460,7 @@ class MainScreen(Screen[None]):
     def apply_lab(self, result: LabResult) -> None:
         if self.replay is None:
             return
-        self.settings_before = (self.policy_arg, self.window_arg, self.window_source)
-        self.policy_arg, self.window_arg, self.window_source = result.policy, result.window, "--window"
-        self.reshaping = True
-        self.generation += 1
+        self.core.change_settings(result.policy, result.window, "--window")
         self.gauge.border_subtitle = line(f"what if: {result.policy.name}, a {result.window:,}-token window…")
         self.reshape(self.replay, result.policy, result.window, self.generation)
 
@@ -1666,10 +1468,7 @@ class MainScreen(Screen[None]):
         if self.replay is None or name == self.replay.policy.name:
             return
         # Live rebuilds from now on use the new settings (restored if the replay fails).
-        self.settings_before = (self.policy_arg, self.window_arg, self.window_source)
-        self.policy_arg = name
-        self.reshaping = True
-        self.generation += 1
+        self.core.change_settings(policy=name)
         self.gauge.border_subtitle = line(f"replaying under policy {name}…")
         self.reshape(self.replay, name, None, self.generation)
 
@@ -1701,10 +1500,7 @@ class MainScreen(Screen[None]):
     def apply_window(self, window: int) -> None:
         if self.replay is None:
             return
-        self.settings_before = (self.policy_arg, self.window_arg, self.window_source)
-        self.window_arg, self.window_source = window, "--window"
-        self.reshaping = True
-        self.generation += 1
+        self.core.change_settings(window=window, window_source="--window")
         self.gauge.border_subtitle = line(f"replaying with a {window:,}-token window…")
         self.reshape(self.replay, None, window, self.generation)
 
@@ -1773,11 +1569,8 @@ class MainScreen(Screen[None]):
         description="what fills the window",
     )
     def compute_composition(self, replay: Replay, k: int, generation: int) -> None:
-        from inspector.replay.composition import composition
-
         try:
-            with self.screen_lock():
-                found = composition(replay.step(k))
+            found = self.core.composition(replay, k)
         except (ReplayError, ValueError) as exc:
             self.post_message(LoadFailed(f"cannot lay out the window: {exc}", generation))
             return
