@@ -182,6 +182,7 @@ HELP_INTRO = (
 )
 HELP_KEYS: list[tuple[str, str]] = [
     ("[  ]", "previous / next request"),
+    ("<  >", "first / last request"),
     (
         "n  N",
         "next / previous request where something happens: a layer starts firing (it fired there "
