@@ -1,4 +1,4 @@
-"""The project's benchmarks (DESIGN.md §7): synthetic transcripts by size, figures against floors.
+"""The project's benchmarks (docs/DESIGN.md §7): synthetic transcripts by size, figures against floors.
 
 `python -m benchmarks` runs them all; `python -m benchmarks --small` is the quick variant.
 """

@@ -1,4 +1,4 @@
-"""The benchmark runner: every figure of DESIGN.md §7 against a floor measured in the same run.
+"""The benchmark runner: every figure of docs/DESIGN.md §7 against a floor measured in the same run.
 
     python -m benchmarks            # the full run (100 MB transcript): a few minutes
     python -m benchmarks --small    # the same figures on smaller files: under a minute
@@ -165,7 +165,7 @@ OTHER_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("calibrate", "--json"),
 )
 """Commands beside `report --json` on the same file, timed once each against the same floor (no
-target of DESIGN.md §7: a user waits on them too, and a change that slows one shows here)."""
+target of docs/DESIGN.md §7: a user waits on them too, and a change that slows one shows here)."""
 
 
 NO_CACHE = ("--no-cache",)
@@ -248,7 +248,7 @@ def bench_open(big: Synth, repeat: int) -> list[Figure]:
     phases = json.loads(out)
     _, _, out = timed_child([PY, "-m", "benchmarks.bound", path], stdout=None)
     bound = json.loads(out)
-    # both targets are about a big transcript (DESIGN.md §7: "on a 100 MB transcript"): on a small
+    # both targets are about a big transcript (docs/DESIGN.md §7: "on a 100 MB transcript"): on a small
     # file the interpreter's start and the imports (0.07 s, a 10 MB floor's worth) dominate
     memory_target = open_target = big.bytes >= 50_000_000
     others: list[Figure] = []
@@ -586,7 +586,7 @@ def bench_live_app(big: Synth, appends: int) -> list[Figure]:
 
 
 LIVE_REQUESTS = 9_400
-"""Requests of the live session of the full run: about 20,150 messages (DESIGN.md §7 asks for a
+"""Requests of the live session of the full run: about 20,150 messages (docs/DESIGN.md §7 asks for a
 20,000-message session)."""
 
 

@@ -15,10 +15,10 @@ The version comes from the transcript (`recorded_version`): every Claude Code li
 `version`. A version no rule covers (not recorded, or newer than every rule) gets the harness's
 newest rule, and the rule's text says so (`ResolvedRule.text`).
 
-Sources. `notes` = `../shared/notes/harness-versions.md` (each figure there with its citation and
+Sources. `notes` = `docs/notes/harness-versions.md` (each figure there with its citation and
 trust: CL:L<n> the Claude Code changelog line, `autoCompact.ts` the 2.1.88 source, the 1.0.34
 bundle `chunks.94.mjs`, Reddit 1qnsmk0 the 2.1.19 binary, #N issues); `opencode-codex` =
-`../shared/notes/opencode-codex.md`; `corpus` = `../shared/corpus/` with `FACTS.json`.
+`docs/notes/opencode-codex.md`; `corpus` = `../shared/corpus/` with `FACTS.json`.
 
 The corpus' recorded auto compactions (request numbers on the active branch; "context" the
 reported input, "out" the output, of the last request before the compaction):

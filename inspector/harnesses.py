@@ -63,9 +63,9 @@ class Harness:
     """More spellings accepted as input for it (a preset name, `harness_id`)."""
     protects: tuple[tuple[str, str], ...] = ()
     """The sources it protects through a compaction, and why in its own terms: (`SourceKind`
-    value, sentence), read by `inspector.shaping.policy.pin_reason` (notes/claude-code-transcripts.md
-    §4.1 "What survives compaction"; notes/opencode-codex.md §A3, §B3 step 4). Empty: the harness
-    pins by priority (OpenCollab's floor, `PIN_FLOOR`; notes/opencollab.md §2)."""
+    value, sentence), read by `inspector.shaping.policy.pin_reason` (docs/notes/claude-code-transcripts.md
+    §4.1 "What survives compaction"; docs/notes/opencode-codex.md §A3, §B3 step 4). Empty: the harness
+    pins by priority (OpenCollab's floor, `PIN_FLOOR`; docs/notes/opencollab.md §2)."""
     also_restored: str = ""
     """What it keeps through a compaction beyond the sources it protects, in one sentence."""
 

@@ -103,7 +103,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"__main__"}),
 )
 """The packages of `inspector` (and its top-level modules), lowest first: each may import only
-from its own layer's packages or from layers below (DESIGN.md §1: bytes -> records -> ledger ->
+from its own layer's packages or from layers below (docs/DESIGN.md §1: bytes -> records -> ledger ->
 views -> widgets). `harnesses` (the registry, importing nothing of the package) and `samples` (the
 bundled sessions: data only) are under all; `door` (the pydantic error line) and `settings` sit
 under everything that reads a user's file; `harness_rules` (the harness rules by version, beside

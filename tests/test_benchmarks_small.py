@@ -1,5 +1,5 @@
 """The benchmarks' growth checks, in CI: one more request costs about the same at request 2,000 as
-at request 200 (DESIGN.md §7 "replay"). Ratios only, never absolute times: CI machines are shared.
+at request 200 (docs/DESIGN.md §7 "replay"). Ratios only, never absolute times: CI machines are shared.
 
 The sessions are generated (and cached under benchmarks/out/) by `benchmarks.synth`; the same
 measurement is a row of `python -m benchmarks --small`.
@@ -91,7 +91,7 @@ def test_the_bare_loader_reads_every_line_and_makes_a_message_per_conversation_l
 
 
 def test_a_file_made_by_size_is_about_that_size() -> None:
-    """The open figure is about "a 100 MB transcript" (DESIGN.md §7): a request costs more bytes as
+    """The open figure is about "a 100 MB transcript" (docs/DESIGN.md §7): a request costs more bytes as
     the session goes on, and `requests_for` allows for it (a constant per request made the "100 MB"
     file 130 MB)."""
     made = synth.by_size(10)

@@ -1,4 +1,4 @@
-"""Fuzzing every reader and the pipeline behind it (DESIGN.md §8).
+"""Fuzzing every reader and the pipeline behind it (docs/DESIGN.md §8).
 
 Inputs: random bytes, and mutations of real records (the shared corpus when it is there, and this
 project's own generated sessions always): values replaced by hostile JSON (wrong types, absurd and

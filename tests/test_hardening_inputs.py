@@ -1,4 +1,4 @@
-"""Adversarial inputs (DESIGN.md §8): every reader meets hostile files generated here, none committed.
+"""Adversarial inputs (docs/DESIGN.md §8): every reader meets hostile files generated here, none committed.
 
 For every case: no exception escapes `load()` (a LoaderError only for a user error: an empty file,
 a folder, not a transcript), the valid records around the bad one still load, and the problem is a
@@ -1117,7 +1117,7 @@ def test_a_50_mb_line_loads_fast_and_in_bounded_memory(tmp_path: Path) -> None:
     size = len(line)
 
     def floor_read_decode() -> None:
-        # DESIGN.md §7's floor: read the file and decode every line with the same JSON library
+        # docs/DESIGN.md §7's floor: read the file and decode every line with the same JSON library
         for raw in path.read_bytes().split(b"\n"):
             if raw:
                 orjson.loads(raw)

@@ -1,4 +1,4 @@
-"""Read-only guarantee (DESIGN.md §4, §8): the inspector never writes next to a transcript.
+"""Read-only guarantee (docs/DESIGN.md §4, §8): the inspector never writes next to a transcript.
 
 For every format: the folder's listing, sizes, mtimes and contents are the same after detecting,
 loading, replaying and exporting; read-only files in read-only folders load; and, since the tests

@@ -1,4 +1,4 @@
-"""Untrusted content never reaches a terminal as markup or escape sequences (DESIGN.md §5, §8).
+"""Untrusted content never reaches a terminal as markup or escape sequences (docs/DESIGN.md §5, §8).
 
 A transcript carries CSI, OSC 8 and OSC 52 sequences, BEL, a C1 CSI, a bidi override and Rich
 markup in a user message, a tool name, a tool result, the model name, the title and a rewound

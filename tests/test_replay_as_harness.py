@@ -1,5 +1,5 @@
 """A harness that sizes its context by itself, replayed on its own transcript: its layers decide
-with its own estimate (DESIGN.md §2.5), the views they make are weighed with calibrated weights,
+with its own estimate (docs/DESIGN.md §2.5), the views they make are weighed with calibrated weights,
 and what it cleared only in what it sent weighs what it did when last sent whole."""
 
 from __future__ import annotations

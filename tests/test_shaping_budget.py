@@ -1,4 +1,4 @@
-"""The budget: trigger, target and kept counts derived from the window (DESIGN.md §2.1)."""
+"""The budget: trigger, target and kept counts derived from the window (docs/DESIGN.md §2.1)."""
 
 from __future__ import annotations
 

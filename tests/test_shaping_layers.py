@@ -1,4 +1,4 @@
-"""Each layer on hand-built ledgers: its rule, its constants, its decisions (DESIGN.md §2.2)."""
+"""Each layer on hand-built ledgers: its rule, its constants, its decisions (docs/DESIGN.md §2.2)."""
 
 from __future__ import annotations
 

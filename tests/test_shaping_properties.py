@@ -1,4 +1,4 @@
-"""Property tests: the invariants of DESIGN.md §2.3 for every layer and both presets, over generated ledgers.
+"""Property tests: the invariants of docs/DESIGN.md §2.3 for every layer and both presets, over generated ledgers.
 
 Invariants: the input is never mutated; every tool call in a view has its result and every result
 its call; removals are whole groups; pinned messages are never removed, changed or folded; a

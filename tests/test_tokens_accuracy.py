@@ -1,4 +1,4 @@
-"""Calibration accuracy on the real corpus, against the two baselines of DESIGN.md §3."""
+"""Calibration accuracy on the real corpus, against the two baselines of docs/DESIGN.md §3."""
 
 from __future__ import annotations
 

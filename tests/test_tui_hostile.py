@@ -1,5 +1,5 @@
 """The app on hostile sessions of every format: nothing from a transcript reaches the terminal as a
-control sequence or as markup (DESIGN.md §5, §8; issue 31).
+control sequence or as markup (docs/DESIGN.md §5, §8; issue 31).
 
 Each test opens a hostile session (`tests/hostile_sessions.py`) with Textual's pilot, walks every
 screen a user reaches with keys (every request, every row and its full-screen message view, help,

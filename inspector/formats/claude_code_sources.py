@@ -3,7 +3,7 @@
 A user line of a Claude Code transcript is rarely only what the human typed. The harness writes
 its own text as user lines too, and a user debugging "why did my agent forget X" must know which
 of their inputs were protected. Each rule below keys on a marker the transcript really holds
-(notes/claude-code-transcripts.md §3; every marker was seen in the shared corpus, the file named):
+(docs/notes/claude-code-transcripts.md §3; every marker was seen in the shared corpus, the file named):
 
 | category | marker | kind · priority |
 |---|---|---|
@@ -207,7 +207,7 @@ def _with_images(source: Source, n: int) -> Source:
 def harness_written(rec: dict[str, Any], blocks: tuple[Block, ...]) -> bool:
     """Whether a user line is the harness's own writing, not a prompt: an injected (`isMeta`) line,
     a slash command, its output or its caveat. Such a line can be a root in the middle of a file
-    (a local command written without a parent, notes/claude-code-transcripts.md) without the
+    (a local command written without a parent, docs/notes/claude-code-transcripts.md) without the
     context being cleared."""
     if rec.get("isMeta"):
         return True

@@ -1,6 +1,6 @@
 """Codex CLI rollouts (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl`).
 
-How a rollout becomes a ledger (DESIGN.md §4, notes/opencode-codex.md §B):
+How a rollout becomes a ledger (docs/DESIGN.md §4, docs/notes/opencode-codex.md §B):
 - Each line is an envelope `{timestamp, type, payload}`; builds from 2026 add `ordinal` and
   sometimes `metadata` beside them (read, not needed). Rollouts from before September 2025 have no
   envelope: a bare header `{id, timestamp, instructions}`, `{"record_type": "state"}` markers and
@@ -310,7 +310,7 @@ def developer_source(role: str, text: str) -> Source:
 
 def _user_source(text: str, first_task: bool) -> tuple[Source, bool, bool]:
     """(source, is_meta, is_summary) of a user-role message from its text, by the marker it
-    starts with (notes/opencode-codex.md §B2, §B3; each seen in the corpus' rollouts or Codex's
+    starts with (docs/notes/opencode-codex.md §B2, §B3; each seen in the corpus' rollouts or Codex's
     templates):
 
     | category | marker | kind · priority |

@@ -1,6 +1,6 @@
 """opencode sessions: the SQLite `opencode.db` (1.2+) and the older JSON-folder storage.
 
-Where they live (notes/opencode-codex.md §A5-§A6):
+Where they live (docs/notes/opencode-codex.md §A5-§A6):
 - 1.2 and later: `~/.local/share/opencode/opencode.db` (WAL), tables `session`, `message` and
   `part`; `message.data` / `part.data` hold the JSON record minus its ids. The database is opened
   read-only through a `file:...?mode=ro` URI (retried with `immutable=1` when a live database
@@ -35,7 +35,7 @@ How a session becomes a ledger:
 - opencode does not store the context window, so `Transcript.window` stays None.
 - Child sessions (subagents started by the `task` tool) are listed as `subagents`.
 
-Sources: what each opencode message is, by the field or part it keys on (notes/opencode-codex.md §A4-§A6):
+Sources: what each opencode message is, by the field or part it keys on (docs/notes/opencode-codex.md §A4-§A6):
 
 | category | marker | kind · priority |
 |---|---|---|

@@ -1,4 +1,4 @@
-"""OpenCollab runs (`.opencollab/sessions/<run>/`; DESIGN.md §4, notes/opencollab.md §2, §5).
+"""OpenCollab runs (`.opencollab/sessions/<run>/`; docs/DESIGN.md §4, docs/notes/opencollab.md §2, §5).
 
 What a run folder holds, and how it becomes a transcript:
 - `agent_<aid>_<role>.json`: one agent's transcript snapshot, pretty JSON
@@ -348,7 +348,7 @@ def _merge_meta(ledger: RawLedger, meta: dict[str, Any], rec: dict[str, Any]) ->
 
 def _ctx_source(ctx: Any, problems: list[str]) -> Source | None:
     """The source an `_ctx` tag names (None: no usable tag), exactly as OpenCollab recorded it
-    (`ContextPlan.startup_system_messages` / `startup_user_messages`, notes/opencollab.md §2):
+    (`ContextPlan.startup_system_messages` / `startup_user_messages`, docs/notes/opencollab.md §2):
 
     | category | marker | kind · priority |
     |---|---|---|

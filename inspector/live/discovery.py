@@ -1,7 +1,7 @@
 """Finding agent sessions on this machine, newest first (for the session picker and `sessions`).
 
-Where each harness keeps its sessions (DESIGN.md §4; notes/claude-code-transcripts.md §1,
-notes/opencode-codex.md A5/B1, notes/opencollab.md §5):
+Where each harness keeps its sessions (docs/DESIGN.md §4; docs/notes/claude-code-transcripts.md §1,
+docs/notes/opencode-codex.md A5/B1, docs/notes/opencollab.md §5):
 - Claude Code: `$CLAUDE_CONFIG_DIR/projects` when set, else `~/.claude/projects` and
   `~/.config/claude/projects`; `<project>/<session>.jsonl` only (subagent files, `agent-*.jsonl`
   and anything under `<session>/subagents/`, are parts of a session, not sessions).

@@ -1,6 +1,6 @@
 """Following a transcript file that a running agent is still writing.
 
-How it works (DESIGN.md §4, §7 "live", §8; notes/textual.md §5):
+How it works (docs/DESIGN.md §4, §7 "live", §8; docs/notes/textual.md §5):
 - The follower keeps its own byte offset and feeds the bytes appended since then, in chunks, to an
   incremental reader (anything with `feed(bytes)` and `transcript()`); the reader holds back a
   partial last line until its newline arrives.

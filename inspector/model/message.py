@@ -20,7 +20,7 @@ class Role(StrEnum):
 
 
 class SourceKind(StrEnum):
-    """Where a piece of context came from (DESIGN.md §2.4)."""
+    """Where a piece of context came from (docs/DESIGN.md §2.4)."""
 
     IDENTITY = "identity"
     TEAM = "team"

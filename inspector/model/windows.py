@@ -3,7 +3,7 @@ family and generation, each with its source), for transcripts that do not state 
 
 The harness rules by version (`inspector.harness_rules`) read the max output from it (the output
 reserve of a rule); `--model` and the replay's window read `model_window`. Sources: `notes` =
-`../shared/notes/harness-versions.md`, `opencode-codex` = `../shared/notes/opencode-codex.md`.
+`docs/notes/harness-versions.md`, `opencode-codex` = `docs/notes/opencode-codex.md`.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ class Replay:
         own = own_sizer(policy.trigger_estimator, OVERHEAD_ID)
         self._own: TokenMemo | None = TokenMemo(own) if own is not None and self.harness_wrote_it else None
         """Set where the policy's harness sizes its context by itself and wrote this transcript
-        (OpenCollab): its layers then decide as it did, with its own estimate (DESIGN.md §2.5),
+        (OpenCollab): its layers then decide as it did, with its own estimate (docs/DESIGN.md §2.5),
         and the views they make are weighed with the calibrated weights."""
         self._cleared_from: dict[str, tuple[int, int]] | None = None
 

@@ -383,7 +383,7 @@ UNSPLIT = "system_prompt_and_tools"
 
 CLAUDE_CODE_SYSTEM_PROMPT = 3_200
 """Claude Code's system prompt, estimated: its `/context` shows "System prompt: 3.2k tokens" in the
-2.1 sample of notes/claude-code-transcripts.md §7.1 (2.2k-3.3k across the versions seen there);
+2.1 sample of docs/notes/claude-code-transcripts.md §7.1 (2.2k-3.3k across the versions seen there);
 the transcript holds neither the prompt nor the tool definitions."""
 
 OVERHEAD_LABEL = "fixed overhead: the first request's billed input minus the visible messages"

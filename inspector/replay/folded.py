@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from inspector.replay import Replay
 
 RESTORED_FILES = 5
-"""Claude Code restores up to this many recently read files after a compaction (DESIGN.md §2.5)."""
+"""Claude Code restores up to this many recently read files after a compaction (docs/DESIGN.md §2.5)."""
 READ_TOOLS = frozenset({"Read", "read", "file_read", "view"})
 
 

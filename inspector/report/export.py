@@ -1,4 +1,4 @@
-"""Exports: a transcript's report at one request, as JSON, Markdown, HTML or SVG (DESIGN.md §6, §8).
+"""Exports: a transcript's report at one request, as JSON, Markdown, HTML or SVG (docs/DESIGN.md §6, §8).
 
 `export(replay, fmt, step=None, redact=False)` returns the whole document as text:
 

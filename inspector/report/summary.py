@@ -138,7 +138,7 @@ class IssueRow(Struct, kw_only=True):
 
 
 class BudgetRow(Struct, kw_only=True):
-    """The lines every layer, drawing and report reads (DESIGN.md §2.1)."""
+    """The lines every layer, drawing and report reads (docs/DESIGN.md §2.1)."""
 
     policy: str
     window: int | None

@@ -1,7 +1,7 @@
 """Context shaping: the budget, groups and pins, one module per layer, the pipeline, policies.
 
 Pure functions and small classes over immutable Messages; the ledger is never changed, every
-layer returns a new view plus its decisions (DESIGN.md §2).
+layer returns a new view plus its decisions (docs/DESIGN.md §2).
 """
 
 from .auto_compact import SUMMARY_HEADER, AutoCompact, SummaryCache, summary_header

@@ -1,4 +1,4 @@
-"""The budget: every shaping threshold, derived once from the window and the policy (DESIGN.md §2.1).
+"""The budget: every shaping threshold, derived once from the window and the policy (docs/DESIGN.md §2.1).
 
 Layers, UI lines and reports all read one `Budget`, so what is drawn cannot drift from what is
 enforced. Nothing else in the code base hard-codes a trigger or a target: a harness preset's lines

@@ -1,6 +1,6 @@
 """Claude Code's own layers: large-result preview, microcompact, and its full auto compaction.
 
-Constants (notes/claude-code-transcripts.md §2.4, §4, §7.2; seeds/001):
+Constants (docs/notes/claude-code-transcripts.md §2.4, §4, §7.2; docs/seeds/001):
 - tool results over 50,000 characters are persisted to `tool-results/<id>.txt` and the model is
   sent a `<persisted-output>` wrapper with a 2 KB preview (2.1.51 and later; 100,000 before);
 - microcompact clears old results of Read, Bash, Grep, Glob, WebSearch, WebFetch, Edit and Write,

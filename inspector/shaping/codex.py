@@ -1,6 +1,6 @@
 """Codex's own layers: middle truncation of tool output, and its auto compaction.
 
-Constants (notes/opencode-codex.md §B3-§B4, `codex-rs/core/src/compact.rs`, `truncate.rs`):
+Constants (docs/notes/opencode-codex.md §B3-§B4, `codex-rs/core/src/compact.rs`, `truncate.rs`):
 - tool output is truncated when recorded into history, by the turn's truncation policy,
   `TruncationPolicy::Bytes(10_000)` by default: the middle goes, head and tail stay, with a
   `…N chars truncated…` marker (the preset's `tool_result_budget`, in bytes);

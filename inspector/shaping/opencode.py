@@ -1,7 +1,7 @@
 """opencode's own layers: prune (tool-output clearing) and its summary compaction on overflow.
 
-Constants (notes/opencode-codex.md §A1-§A4, `packages/opencode/src/session/compaction.ts` and
-`overflow.ts`; seeds/002):
+Constants (docs/notes/opencode-codex.md §A1-§A4, `packages/opencode/src/session/compaction.ts` and
+`overflow.ts`; docs/seeds/002):
 - prune: `PRUNE_MINIMUM` = 20,000, `PRUNE_PROTECT` = 40,000, `PRUNE_PROTECTED_TOOLS = ["skill"]`;
   the walk skips the last 2 user turns; sizes are `Token.estimate` (characters / 4, rounded);
   a pruned output is sent as `[Old tool result content cleared]`;

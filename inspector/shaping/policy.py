@@ -96,7 +96,7 @@ def normalize_name(name: str) -> str:
 
 
 class Policy(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A named pipeline composition with its parameters (DESIGN.md §2.5).
+    """A named pipeline composition with its parameters (docs/DESIGN.md §2.5).
 
     `layers` are names from `LAYER_FACTORIES`, in order. `summarizer` names the auto-compact
     summarizer ("extractive", "recorded", "model") or is None (auto compact off). `results_kept`
@@ -336,12 +336,12 @@ CLAUDE_CODE = Policy(
     trigger_estimator="claude_code",
     rules="claude-code",
 )
-"""Claude Code (`services/compact/autoCompact.ts`, `microCompact.ts`; notes/claude-code-transcripts.md
-§2.4, §4, §7.2; notes/harness-versions.md §1; seeds/001):
+"""Claude Code (`services/compact/autoCompact.ts`, `microCompact.ts`; docs/notes/claude-code-transcripts.md
+§2.4, §4, §7.2; docs/notes/harness-versions.md §1; docs/seeds/001):
 
 - the auto-compact, blocking and warning lines, the output reserve, the microcompact and the
   estimator are those of the version the transcript records (`rules.RULES`, where each figure
-  cites its evidence: the corpus' recorded compactions and notes/harness-versions.md); unknown or
+  cites its evidence: the corpus' recorded compactions and docs/notes/harness-versions.md); unknown or
   newer than every rule: the newest rule. `max_output` stands for `CLAUDE_CODE_MAX_OUTPUT_TOKENS`;
 - tool results over 50,000 characters become a `<persisted-output>` 2 KB preview;
 - microcompact: Read, Bash, Grep, Glob, WebSearch, WebFetch, Edit, Write (`COMPACTABLE_TOOLS`);
@@ -365,8 +365,8 @@ OPENCODE = Policy(
     trigger_estimator="opencode",
     rules="opencode",
 )
-"""opencode (`packages/opencode/src/session/compaction.ts`, `overflow.ts`; notes/opencode-codex.md
-§A2-§A4; seeds/002):
+"""opencode (`packages/opencode/src/session/compaction.ts`, `overflow.ts`; docs/notes/opencode-codex.md
+§A2-§A4; docs/seeds/002):
 
 - overflow by the version's rule (`rules.RULES`): 1.18.x (overflow.ts @31e22f65) usable =
   context - maxOutputTokens - reserved, maxOutputTokens = min(limit.output, 32,000), reserved =
@@ -395,7 +395,7 @@ CODEX = Policy(
     trigger_estimator="codex",
     rules="codex",
 )
-"""Codex CLI (`codex-rs/core/src/compact.rs`, `truncate.rs`, `model_family.rs`; notes/opencode-codex.md
+"""Codex CLI (`codex-rs/core/src/compact.rs`, `truncate.rs`, `model_family.rs`; docs/notes/opencode-codex.md
 §B3-§B4):
 
 - auto compaction by the version's rule (`rules.RULES`; 0.48 and later `context_window * 9 / 10`,

@@ -2,7 +2,7 @@
 whole, every problem reported with its location in one line; then the msgspec `Policy` the
 shaping uses is built from it (`inspector.shaping.policy._build`).
 
-Two forms (DESIGN.md §2.5): flat (`name`, `base` and parameters) and OpenCollab's team file (a
+Two forms (docs/DESIGN.md §2.5): flat (`name`, `base` and parameters) and OpenCollab's team file (a
 `context` table holding `policy` and parameters, or only a preset name). The what-if lab saves
 the flat form (`inspector.tui.lab.policy_toml`), so its files come in here too.
 

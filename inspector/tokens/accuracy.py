@@ -1,4 +1,4 @@
-"""How well calibration predicts what the provider reports (DESIGN.md §3, "report the accuracy").
+"""How well calibration predicts what the provider reports (docs/DESIGN.md §3, "report the accuracy").
 
 For each request k > 1 with usage whose previous request k-1 also has usage and belongs to the
 same ledger segment, every mode predicts k's input from what it knew before report k, and the

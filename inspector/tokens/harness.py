@@ -1,13 +1,13 @@
 """Each harness's own estimate of its context, the number it makes its TRIGGER decisions with.
 
-A harness decides when to compact with its own numbers, errors included (DESIGN.md §2.5), so to
+A harness decides when to compact with its own numbers, errors included (docs/DESIGN.md §2.5), so to
 predict what it did, a policy names the estimator its harness uses (`Policy.trigger_estimator`)
 and this module computes, for every request k of a transcript, what that harness would have
 believed it was about to send at k, before k's report was known:
 
 - `heuristic` (OpenCollab `estimate_request_message_tokens`): over the ledger as OpenCollab sends
   it, per chat message 64 + a third of the characters of its compact JSON (sorted keys; a wide
-  character counts 1), as notes/opencollab.md §1.1 has it (`opencollab_message_tokens`). No report
+  character counts 1), as docs/notes/opencollab.md §1.1 has it (`opencollab_message_tokens`). No report
   is used. (The general `heuristic` estimator of `inspector.tokens` sizes a plainer text: on the
   bundled OpenCollab run it came 8-9% under the figures OpenCollab recorded.)
 - `claude_code` (Claude Code `tokenCountWithEstimation`): the last report, that is request j's
@@ -345,7 +345,7 @@ def _chat_messages(message: Message) -> list[dict[str, Any]]:
 
 def opencollab_message_tokens(message: Message) -> int:
     """OpenCollab `estimate_request_message_tokens` of a message: per chat message it sends, 64 +
-    `estimate_tokens` of its compact JSON with sorted keys (notes/opencollab.md §1.1). Encrypted
+    `estimate_tokens` of its compact JSON with sorted keys (docs/notes/opencollab.md §1.1). Encrypted
     reasoning, which it sends back in `response_items`, adds its characters as ASCII."""
     total = 0
     for d in _chat_messages(message):

@@ -1,4 +1,4 @@
-"""The character heuristic (DESIGN.md §3), OpenCollab's own estimator.
+"""The character heuristic (docs/DESIGN.md §3), OpenCollab's own estimator.
 
 Per message: 64 tokens of overhead, plus a third of a token per ASCII character and one token per
 wide (CJK or other non-ASCII) character, over `serialize(message)`.

@@ -1,6 +1,6 @@
 """Deterministic generator of an OpenCollab run folder (`inspector/samples/opencollab-run/`).
 
-The run follows notes/opencollab.md §5: per-agent snapshots `agent_<aid>_<role>.json` (pretty JSON
+The run follows docs/notes/opencollab.md §5: per-agent snapshots `agent_<aid>_<role>.json` (pretty JSON
 with `_autosave_sequence`), their `.json.journal` of autosave deltas, `team.json`, and the run's
 `trajectory.jsonl` of tracer records.
 

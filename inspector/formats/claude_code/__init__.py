@@ -1,6 +1,6 @@
 """Claude Code session transcripts (`~/.claude/projects/<cwd>/<session>.jsonl`).
 
-How a file becomes a ledger (DESIGN.md §4, notes/claude-code-transcripts.md §2-§5):
+How a file becomes a ledger (docs/DESIGN.md §4, docs/notes/claude-code-transcripts.md §2-§5):
 - Lines form a tree through `uuid`/`parentUuid`; order comes from that tree, not from timestamps.
   Every line with a uuid is a node (progress lines too: conversation lines can hang off them).
 - The active branch is the chain from the newest conversation line back to a root. Where the
