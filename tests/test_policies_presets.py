@@ -58,7 +58,7 @@ from inspector.shaping.claude_code import PERSISTED_OPEN, PREVIEW_CHARS
 from inspector.shaping.codex import SUMMARY_PREFIX as CODEX_PREFIX
 from inspector.shaping.codex import approx_tokens
 from inspector.shaping.opencode import token_estimate
-from inspector.shaping.pins import FLOOR
+from inspector.shaping.pinning import FLOOR
 from inspector.tokens import HeuristicEstimator
 from inspector.tokens.harness import ESTIMATORS, harness_window
 from tests.test_shaping_properties import (

@@ -11,7 +11,7 @@ import pytest
 from inspector.model import Message, Role, TextBlock, ToolCallBlock, ToolResultBlock
 from inspector.shaping import groups as groups_mod
 from inspector.shaping.groups import group_spans
-from inspector.shaping.pins import FLOOR, Pins
+from inspector.shaping.pinning import FLOOR, Pins
 
 
 def scratch(view: list[Message]) -> list[groups_mod.Group]:

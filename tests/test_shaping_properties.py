@@ -45,7 +45,7 @@ from inspector.shaping import (
     load_policy,
     unpaired,
 )
-from inspector.shaping.pins import FLOOR, Pins
+from inspector.shaping.pinning import FLOOR, Pins
 from inspector.shaping.tools import is_compactable
 from inspector.tokens import HeuristicEstimator, serialize
 

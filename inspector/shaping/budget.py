@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from msgspec import Struct
 from msgspec.structs import replace
 
-from .pins import FLOOR, Pins
+from .pinning import FLOOR, Pins
 
 if TYPE_CHECKING:
     from .rules import ResolvedRule

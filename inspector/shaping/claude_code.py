@@ -46,7 +46,7 @@ from .base import (
 from .budget import Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
 from .groups import group_spans
-from .pins import Pins
+from .pinning import Pins
 from .summarize import Summarizer, call_arguments
 from .tool_output_clear import CLEARED_CONTENT, ToolOutputClear
 from .tools import canonical_tool

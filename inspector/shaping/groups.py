@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from inspector.model import Message, Role, Source, ToolResultBlock
 
-from .pins import FLOOR, Pins
+from .pinning import FLOOR, Pins
 
 
 @dataclass(frozen=True, slots=True)

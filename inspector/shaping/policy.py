@@ -47,7 +47,7 @@ from .codex import TOOL_OUTPUT_LIMIT_BYTES, CodexCompact, MiddleTruncate
 from .eager_clear import DEFAULT_EAGER_KEEP, EagerToolOutputClear
 from .history_snip import OldHistorySnip
 from .opencode import OpencodeCompact, OpencodePrune
-from .pins import FLOOR, Pins
+from .pinning import FLOOR, Pins
 from .pipeline import Pipeline
 from .rules import HARNESS_NAMES, resolve, resolve_for
 from .summarize import ExtractiveSummarizer, RecordedSummarizer, Summarizer

@@ -10,7 +10,7 @@ from inspector.model import Message, ToolResultBlock
 
 from .base import Action, Decision, LayerResult, Sizer, ViewScan, acted, memo, no_change
 from .budget import Budget
-from .pins import Pins
+from .pinning import Pins
 
 TRUNCATION_MARKER = "[truncated {dropped} chars — re-read a narrower range (file_read with offset/limit, or grep) to see the rest]"
 MARKER_SEPARATOR = "\n\n"

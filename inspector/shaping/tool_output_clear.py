@@ -26,7 +26,7 @@ from .base import (
     pressed,
 )
 from .budget import Budget
-from .pins import FLOOR, Pins
+from .pinning import FLOOR, Pins
 from .tools import DEFAULT_COMPACTABLE_TOOLS, canonical_set, is_compactable
 
 CLEARED_CONTENT = "[Old tool result content cleared]"
