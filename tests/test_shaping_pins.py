@@ -72,7 +72,7 @@ def ids(layer: LayerResult, action: Action) -> set[str]:
 
 def test_each_policy_names_its_rule() -> None:
     assert OPENCOLLAB.pins == NO_HISTORY_COMPACTION.pins == FLOOR and FLOOR.kinds is None
-    kinds = {p.name: p.pins.kinds for p in (CLAUDE_CODE, CODEX, OPENCODE)}
+    kinds = {p.name: set(p.pins.kinds or ()) for p in (CLAUDE_CODE, CODEX, OPENCODE)}
     assert kinds == {
         "claude-code": {SourceKind.OVERHEAD, SourceKind.PROJECT_INSTRUCTIONS, SourceKind.SKILL},
         "codex": {
@@ -101,7 +101,7 @@ def test_each_policy_names_its_rule() -> None:
         False,
         True,
     ]
-    assert Pins.protecting(()).kinds == {SourceKind.OVERHEAD}
+    assert Pins.protecting(()).kinds == frozenset({SourceKind.OVERHEAD})
     low = Source.of(SourceKind.TASK, "a task of low priority", priority=PIN_FLOOR - 1)
     assert not FLOOR.source(low) and FLOOR.source(Source.of(SourceKind.PROJECT_MAP, priority=PIN_FLOOR))
 

@@ -38,8 +38,10 @@ class Pins(Struct, frozen=True):
         return source.kind in self.kinds
 
     def __call__(self, message: Message) -> bool:
-        """Whether `message` is pinned under this rule."""
-        return self.source(message.source)
+        """Whether `message` is pinned under this rule (`source`, inlined: layers ask per message)."""
+        source = message.source
+        kinds = self.kinds
+        return source.priority >= PIN_FLOOR if kinds is None else source.kind in kinds
 
 
 FLOOR = Pins()
