@@ -58,6 +58,7 @@ from inspector.shaping.claude_code import PERSISTED_OPEN, PREVIEW_CHARS
 from inspector.shaping.codex import SUMMARY_PREFIX as CODEX_PREFIX
 from inspector.shaping.codex import approx_tokens
 from inspector.shaping.opencode import token_estimate
+from inspector.shaping.pinning import FLOOR
 from inspector.tokens import HeuristicEstimator
 from inspector.tokens.harness import ESTIMATORS, harness_window
 from tests.test_shaping_properties import (
@@ -346,10 +347,12 @@ def test_full_compact_folds_the_conversation_and_restores_recent_files() -> None
     result = layer.apply(chat.messages, budget, EST)
     assert result.fired
     ids = [m.id for m in result.view]
-    assert ids[:2] == ["sys", named["task"].id]  # group 0 and the pinned task stay
-    summary = result.view[2]
+    # group 0 stays; the task does not: Claude Code protects memory and skills, not the task, which
+    # only its summary carries on (issue 30: priorities follow the policy)
+    assert ids[0] == "sys" and named["task"].id not in ids
+    summary = result.view[1]
     assert summary.is_summary and summary.text.startswith("This session is being continued")
-    restored = list(result.view[3:])
+    restored = list(result.view[2:])
     # files 0..5 were read in the folded part; file 6 is read again there too (the latest read wins);
     # at most 5, most recently read first, each at most 5,000 tokens
     paths = [m.text.split("]\n", 1)[0].removeprefix("[File restored after compaction: ") for m in restored]
@@ -358,7 +361,7 @@ def test_full_compact_folds_the_conversation_and_restores_recent_files() -> None
     assert all(EST.message(m) <= 5_000 + 100 for m in restored)
     assert "[... truncated to 5,000 tokens]" in restored[4].text  # file 2 was ~43,000 chars
     assert sum(EST.message(m) for m in restored) <= 50_000
-    assert result.summarized == len(chat.messages) - 2
+    assert result.summarized == len(chat.messages) - 1
     assert result.tokens_after < result.tokens_before
     assert not unpaired(result.view)
     assert not layer.apply(result.view, budget, EST).fired
@@ -644,11 +647,12 @@ def test_harness_preset_invariants(
     snapshot = [msgspec.to_builtins(m) for m in ledger]
     result = pipeline.run(ledger, budget, estimator, forced=forced)
     assert [msgspec.to_builtins(m) for m in ledger] == snapshot
-    check_view(ledger, result.final)
+    assert budget.pins == policy.pins != FLOOR  # the harness's protections, not priority >= 70
+    check_view(ledger, result.final, budget.pins)
     assert result.sent_tokens == total(result.final, estimator) <= result.input_tokens
     for prev, nxt in itertools.pairwise(result.layers):
         assert prev.tokens_after == nxt.tokens_before
-        check_view(prev.view, nxt.view)
+        check_view(prev.view, nxt.view, budget.pins)
     again = pipeline.run(result.final, budget, estimator, forced=forced)
     assert again.final == result.final and again.fired == ()
     changed_ids = {d.message_id for d in result.decisions if d.action.changed}

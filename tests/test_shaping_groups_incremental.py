@@ -11,6 +11,7 @@ import pytest
 from inspector.model import Message, Role, TextBlock, ToolCallBlock, ToolResultBlock
 from inspector.shaping import groups as groups_mod
 from inspector.shaping.groups import group_spans
+from inspector.shaping.pinning import FLOOR, Pins
 
 
 def scratch(view: list[Message]) -> list[groups_mod.Group]:
@@ -62,14 +63,16 @@ def test_growing_views_split_only_their_new_messages(monkeypatch: pytest.MonkeyP
     starts: list[int] = []
     real = groups_mod._spans
 
-    def spy(view: tuple[Message, ...], i: int, groups: list[groups_mod.Group]) -> list[groups_mod.Group]:
+    def spy(
+        view: tuple[Message, ...], i: int, groups: list[groups_mod.Group], pins: Pins = FLOOR
+    ) -> list[groups_mod.Group]:
         starts.append(i)
-        return real(view, i, groups)
+        return real(view, i, groups, pins)
 
     monkeypatch.setattr(groups_mod, "_spans", spy)
     for n in range(10, 601, 10):  # each request's ledger: the one before and ten messages more
         assert group_spans(ledger[:n]) == real(tuple(ledger[:n]), 0, [])
-        _, kept, ends = groups_mod._memo[0]  # where each remembered group ends: theirs, in order
+        _, _, kept, ends = groups_mod._memo[0]  # where each remembered group ends: theirs, in order
         assert ends == tuple(g.end for g in kept) and len(kept) > n // 4
     # after the first, each split began within the last ten messages of the view before (at the
     # start of its last group that ended before them), never at the front

@@ -45,6 +45,7 @@ from inspector.shaping import (
     load_policy,
     unpaired,
 )
+from inspector.shaping.pinning import FLOOR, Pins
 from inspector.shaping.tools import is_compactable
 from inspector.tokens import HeuristicEstimator, serialize
 
@@ -250,14 +251,15 @@ def total(view: Sequence[Message], estimator: Sizer) -> int:
     return sum(estimator.message(m) for m in view)
 
 
-def check_view(before: Sequence[Message], after: Sequence[Message]) -> None:
-    """Pairing, whole-group removal and pinned protection between a view and its shaped successor."""
+def check_view(before: Sequence[Message], after: Sequence[Message], pins: Pins = FLOOR) -> None:
+    """Pairing, whole-group removal and pinned protection (by the policy's rule, `pins`) between a
+    view and its shaped successor."""
     assert not unpaired(after), unpaired(after)
     out = {m.id: m for m in after}
     for m in before:
-        if m.pinned:
+        if pins(m):
             assert out.get(m.id) == m, f"pinned {m.id} removed or changed"
-    for g in group_spans(before):
+    for g in group_spans(before, pins):
         members = g.messages(before)
         present = [m.id in out for m in members]
         if all(present) or not any(present):

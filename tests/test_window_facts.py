@@ -105,8 +105,11 @@ def test_pilot_recorded_compaction_opened() -> None:
     assert o.folded_tokens == sum(e.weight for e in o.before) == 141_197
     # the calibrated context before: the folded messages sent with request 126 plus the overhead
     assert (o.before_tokens, o.after_tokens) == (166_874, 32_015)
-    # the pinned task (the first prompt) did not survive: the summary stands in for it
-    assert [(p.source, p.count, p.survived) for p in o.lost_pins] == [("task · first user task", 1, False)]
+    # Claude Code does not protect the task (its summary carries it on): no pinned source lost;
+    # under OpenCollab's rule (priority >= 70) the task is pinned, and did not survive
+    assert o.lost_pins == () and not any(e.pinned for e in o.folded)
+    floor = opened(replay.with_settings(policy="opencollab"), event)
+    assert [(p.source, p.count, p.survived) for p in floor.lost_pins] == [("task · first user task", 1, False)]
     assert len(o.restored_candidates) == 5 and o.restored_candidates[0].endswith("spotter.css")
     assert o.headline().startswith(
         "the harness compacted (auto) after request 126: 167,117 tokens by its count; 301 messages → 1"
@@ -141,7 +144,9 @@ def test_report_step_after_the_compaction_lists_the_folded(capsys: pytest.Captur
     c = data["compaction"]
     assert (c["before_messages"], c["after_messages"], c["folded_tokens"]) == (301, 1, 141_197)
     assert c["folded"][0]["weight"] == 10_395 and len(c["folded"]) == 301
-    assert c["lost_pins"] == [
+    assert c["lost_pins"] == []  # Claude Code protects memory and skills, not the task
+    main(["report", str(FA812), "--step", "127", "--json", "--policy", "opencollab"])
+    assert json.loads(capsys.readouterr().out)["compaction"]["lost_pins"] == [
         {"source": "task · first user task", "count": 1, "weight": 60, "survived": False}
     ]
     main(["report", str(FA812), "--step", "126", "--json"])
@@ -149,7 +154,9 @@ def test_report_step_after_the_compaction_lists_the_folded(capsys: pytest.Captur
     main(["report", str(FA812), "--step", "127"])
     out = capsys.readouterr().out
     assert "Folded: 301 messages, 141,197 tokens (heaviest first)" in out
-    assert "⚑ pinned task · first user task: 1 message, 60 tokens folded; did not survive" in out
+    assert "⚑ pinned task" not in out and "first user task: 1 message, 60 tokens folded" not in out
+    main(["report", str(FA812), "--step", "127", "--policy", "opencollab"])
+    assert "⚑ pinned task · first user task: 1 message, 60 tokens folded; did not survive" in capsys.readouterr().out
 
 
 # -- what fills the window -------------------------------------------------------------------------

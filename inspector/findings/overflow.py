@@ -23,6 +23,7 @@ from msgspec import Struct
 from inspector.model import SEGMENT_EVENTS, Message, RecordedEvent
 from inspector.replay import Replay
 from inspector.shaping import ShapeResult, group_spans
+from inspector.shaping.pinning import Pins
 from inspector.tokens.calibration import CalibratedEstimator
 
 from .checks import api_errors, call_text, is_overflow_error
@@ -110,12 +111,14 @@ def fired(result: ShapeResult) -> list[str]:
     return list(result.fired)
 
 
-def _protected(view: Sequence[Message], keep: int, size: Callable[[Message], int]) -> tuple[int, int]:
-    """(tokens of pinned messages, tokens of the other messages in the last `keep` groups)."""
-    pinned = sum(size(m) for m in view if m.pinned)
-    groups = group_spans(view)
+def _protected(
+    view: Sequence[Message], keep: int, size: Callable[[Message], int], pins: Pins
+) -> tuple[int, int]:
+    """(tokens of the messages `pins` pins, tokens of the other messages in the last `keep` groups)."""
+    pinned = sum(size(m) for m in view if pins(m))
+    groups = group_spans(view, pins)
     recent = sum(
-        size(m) for g in groups[max(1, len(groups) - keep) :] for m in g.messages(view) if not m.pinned
+        size(m) for g in groups[max(1, len(groups) - keep) :] for m in g.messages(view) if not pins(m)
     )
     return pinned, recent
 
@@ -141,7 +144,7 @@ def overflow_recovery(
         normal = replay.policy.pipeline(messages=messages).run(ledger, replay.budget, sizer)
     forced = replay.policy.pipeline(messages=messages).run(ledger, replay.budget, sizer, forced=True)
     view = forced.final
-    pinned, recent = _protected(view, replay.budget.groups_kept, sizer.message)
+    pinned, recent = _protected(view, replay.budget.groups_kept, sizer.message, replay.budget.pins)
     largest = max(view, key=sizer.message)
     limit = replay.budget.window
     return ForcedRecovery(

@@ -9,7 +9,9 @@ from msgspec import Struct
 from .blocks import Block, MediaBlock, ReasoningBlock, TextBlock, ToolCallBlock, ToolResultBlock
 
 PIN_FLOOR = 70
-"""A source with priority at or above this is pinned: never removed or folded into a summary."""
+"""A source with priority at or above this is pinned by OpenCollab's rule: never removed or folded
+into a summary. A harness preset pins what its harness protects instead (`Policy.pins`, the rule
+the shaping layers apply: `inspector.shaping.pinning`)."""
 
 
 class Role(StrEnum):
@@ -52,7 +54,8 @@ _SOURCES: dict[tuple[object, ...], Source] = {}
 
 
 class Source(Struct, frozen=True, kw_only=True):
-    """A source with its priority; `pinned` when priority >= PIN_FLOOR."""
+    """A source with its priority; `pinned` when priority >= PIN_FLOOR (OpenCollab's rule; the
+    layers ask the policy's, `Budget.pins`)."""
 
     kind: SourceKind = SourceKind.CONVERSATION
     priority: int = 0

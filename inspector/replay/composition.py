@@ -346,11 +346,13 @@ def space_parts(context: int, sent: int, budget: Budget) -> list[Part]:
 
 def pinned_rows(ledger: Sequence[tuple[Message, int]], policy: Policy) -> tuple[PinnedRow, ...]:
     """The pinned sources of a ledger with their weights, heaviest priority first, and why each is
-    pinned under `policy`."""
+    pinned under `policy`. Pinned is the rule the policy's layers apply (`Policy.pins`): under a
+    harness preset the kinds it protects, else priority >= 70."""
     rows: dict[tuple[str, str, int], list[int]] = {}
     sources: dict[tuple[str, str, int], Source] = {}
+    pinned = policy.pins
     for m, w in ledger:
-        if not m.pinned:
+        if not pinned(m):
             continue
         name = m.source.name or ("system prompt and tools" if m.id == OVERHEAD_ID else "")
         key = (m.source.kind.value, name, m.source.priority)

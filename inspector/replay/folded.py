@@ -7,7 +7,8 @@ segment the compaction ended, each message with its calibrated weight at the las
 with it), what came after (the summary, the preserved messages, and in Claude Code the files it
 restores, which the transcript does not record: the files read last are named as candidates),
 every folded message with its weight, and the pinned sources that did not survive it (their
-messages folded, none of the same source after it).
+messages folded, none of the same source after it); pinned as the replay's policy pins
+(`Budget.pins`: under Claude Code memory and skills, not the task, which its summary carries).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from inspector.model import (
     ToolResultBlock,
 )
 from inspector.model.sanitize import one_line
+from inspector.shaping.pinning import FLOOR, Pins
 
 if TYPE_CHECKING:
     from inspector.replay import Replay
@@ -112,7 +114,7 @@ class OpenedCompaction:
 
     def headline(self) -> str:
         """ "the harness compacted (auto) after request 126: 167,117 tokens by its count; 299
-        messages → 1 (summary 6,009 tokens); 299 folded (140,868 tokens); pinned lost: task"."""
+        messages → 1 (summary 6,009 tokens); 299 folded (140,868 tokens); pinned lost: memory"."""
         e = self.event
         how = e.trigger or "recorded"
         pre = f"{e.pre_tokens:,} tokens by its count" if e.pre_tokens else f"{self.before_tokens:,} tokens"
@@ -184,7 +186,7 @@ def source_text(m: Message) -> str:
     return f"{kind} · {m.source.name}" if m.source.name else kind
 
 
-def entry(m: Message, weight: int, names: dict[str, str]) -> Entry:
+def entry(m: Message, weight: int, names: dict[str, str], pins: Pins = FLOOR) -> Entry:
     calls = m.tool_calls
     tool = ""
     if calls:
@@ -199,7 +201,7 @@ def entry(m: Message, weight: int, names: dict[str, str]) -> Entry:
         text=_text(m),
         weight=weight,
         source=source_text(m),
-        pinned=m.pinned,
+        pinned=pins(m),
         line=m.origin.line if m.origin is not None else None,
     )
 
@@ -241,12 +243,13 @@ def opened(replay: Replay, event: RecordedEvent) -> OpenedCompaction:
     before_msgs = [by_id[i] for i in tr.segments[old_segment].message_ids if i in by_id]
     names = {b.id: b.name for m in before_msgs for b in m.tool_calls}
     estimator = replay.estimator
+    pins = replay.budget.pins  # pinned as the replay's layers pin: the policy's rule
 
     def weight(m: Message) -> int:
         w = weights.get(m.id)
         return w if w is not None else estimator.message(m)
 
-    before = tuple(entry(m, weight(m), names) for m in before_msgs)
+    before = tuple(entry(m, weight(m), names, pins) for m in before_msgs)
     first_after = next((r.index for r in tr.requests if r.segment == new_segment), None)
     after_ids: set[str] = (
         set(tr.segments[new_segment].message_ids) if new_segment < len(tr.segments) else set()
@@ -258,7 +261,7 @@ def opened(replay: Replay, event: RecordedEvent) -> OpenedCompaction:
         step = replay.step(first_after)
         after_msgs = [m for m in tr.ledger_tuple(first_after)]
         w_after = step.weights
-        after = tuple(entry(m, w_after.get(m.id, 0), names) for m in after_msgs)
+        after = tuple(entry(m, w_after.get(m.id, 0), names, pins) for m in after_msgs)
         after_tokens = step.context
     after_by_id = {e.message_id: e for e in after}
     summary = None
@@ -266,21 +269,21 @@ def opened(replay: Replay, event: RecordedEvent) -> OpenedCompaction:
         summary = after_by_id.get(event.summary_id)
         if summary is None and event.summary_id in by_id:
             m = by_id[event.summary_id]
-            summary = entry(m, estimator.message(m), names)
+            summary = entry(m, estimator.message(m), names, pins)
     preserved = tuple(
-        after_by_id.get(i) or entry(by_id[i], weight(by_id[i]), names)
+        after_by_id.get(i) or entry(by_id[i], weight(by_id[i]), names, pins)
         for i in event.preserved_ids
         if i in by_id
     )
     folded = tuple(sorted((e for e in before if e.message_id not in after_ids), key=lambda e: -e.weight))
     # pinned sources of what was folded, and whether the same source is in the new segment
     after_sources = {
-        (by_id[i].source.kind, by_id[i].source.name) for i in after_ids if i in by_id and by_id[i].pinned
+        (by_id[i].source.kind, by_id[i].source.name) for i in after_ids if i in by_id and pins(by_id[i])
     }
     lost: dict[tuple[SourceKind, str], list[int]] = {}
     label: dict[tuple[SourceKind, str], str] = {}
     for m in before_msgs:
-        if m.pinned and m.id not in after_ids:
+        if pins(m) and m.id not in after_ids:
             key = (m.source.kind, m.source.name)
             lost.setdefault(key, []).append(weight(m))
             label[key] = source_text(m)

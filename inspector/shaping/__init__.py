@@ -13,6 +13,7 @@ from .eager_clear import EAGER_STUB, EagerToolOutputClear
 from .groups import Group, Unpaired, group_spans, pin_label, pins, unpaired
 from .history_snip import OldHistorySnip
 from .opencode import OpencodeCompact, OpencodePrune
+from .pinning import Pins
 from .pipeline import Pipeline, ShapeResult, explain
 from .policy import (
     CLAUDE_CODE,
@@ -83,6 +84,7 @@ __all__ = [
     "OpencodeCompact",
     "OpencodePrune",
     "PerToolResultBudget",
+    "Pins",
     "Pipeline",
     "Policy",
     "PolicyError",

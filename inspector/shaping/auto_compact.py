@@ -156,7 +156,7 @@ class AutoCompact:
         target = budget.target
         if before <= target:
             return unchanged(f"{cause}, already at or under target {target:,}")
-        groups = group_spans(src)
+        groups = group_spans(src, budget.pins)
         keep = budget.groups_kept
         found = stretches(groups, keep)
         if not found:
@@ -221,7 +221,7 @@ class AutoCompact:
         for g in region:
             if g.pinned:
                 for m in g.messages(src):
-                    if m.pinned:
+                    if budget.pins(m):
                         decisions.append(kept_pinned(self.name, m, sizer))
         out: list[Message] = []
         i = 0

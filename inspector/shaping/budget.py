@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from msgspec import Struct
 from msgspec.structs import replace
 
+from .pinning import FLOOR, Pins
+
 if TYPE_CHECKING:
     from inspector.harness_rules import ResolvedRule
 
@@ -104,6 +106,9 @@ class Budget(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     at_or_above: bool | None = None
     """How the harness's rule compares its estimate with the trigger (`>=` True, `>` False; None:
     as its estimator does, `EstimatorSpec.at_or_above`)."""
+    pins: Pins = FLOOR
+    """Which messages no layer may remove, clear or fold: the policy's rule (`Policy.pins`; the
+    default, OpenCollab's: priority >= 70)."""
 
     @classmethod
     def for_window(

@@ -46,6 +46,7 @@ from .base import (
 from .budget import Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
 from .groups import group_spans
+from .pinning import Pins
 from .summarize import Summarizer, call_arguments
 from .tool_output_clear import CLEARED_CONTENT, ToolOutputClear
 from .tools import canonical_tool
@@ -111,7 +112,7 @@ class LargeResultPreview:
     reactive = False
 
     def __init__(self) -> None:
-        self._scans: dict[int, ViewScan[tuple[Message, int]]] = {}
+        self._scans: dict[tuple[int, Pins], ViewScan[tuple[Message, int]]] = {}
         """Per limit: the previewed copy of each message that has a result over it (kept across
         requests, so a message is looked at and copied once)."""
 
@@ -130,9 +131,10 @@ class LargeResultPreview:
         limit = budget.tool_result_budget
         out: dict[int, Message] = {}
         decisions: list[Decision] = []
-        scan = self._scans.get(limit)
+        pins = budget.pins
+        scan = self._scans.get((limit, pins))
         if scan is None:
-            scan = self._scans[limit] = ViewScan(lambda m: _previewed(m, limit))
+            scan = self._scans[(limit, pins)] = ViewScan(lambda m: None if pins(m) else _previewed(m, limit))
         for i, (new, longest) in scan(src, sizer):
             m = src[i]
             if sizer.message(new) > sizer.message(m):
@@ -167,9 +169,8 @@ class LargeResultPreview:
 
 
 def _previewed(m: Message, limit: int) -> tuple[Message, int] | None:
-    """`m` with every result over `limit` chars (not yet a wrapper) previewed, and the longest; or None."""
-    if m.pinned:
-        return None
+    """`m` (not pinned: the caller asks) with every result over `limit` chars (not yet a wrapper)
+    previewed, and the longest; or None."""
     blocks = list(m.blocks)
     longest = 0
     for j, b in enumerate(blocks):
@@ -383,7 +384,7 @@ class FullCompact:
             return ready
         src, sizer, before, cause = ready.src, ready.sizer, ready.before, ready.cause
         unchanged = ready.unchanged
-        fold = [i for g in group_spans(src) if foldable(g) for i in range(g.start, g.end)]
+        fold = [i for g in group_spans(src, budget.pins) if foldable(g) for i in range(g.start, g.end)]
         if not fold:
             return unchanged(
                 f"{cause}, but nothing to fold (only the system prompt, pinned messages and summaries)"

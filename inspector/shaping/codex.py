@@ -94,11 +94,11 @@ class MiddleTruncate:
         sizer = memo(estimator)
         src = tuple(view)
         before = sizer.view(src)
-        limit = budget.tool_result_budget
+        limit, pins = budget.tool_result_budget, budget.pins
         changed: dict[int, Message] = {}
         decisions: list[Decision] = []
         for i, m in enumerate(src):
-            if m.pinned:
+            if pins(m):
                 continue
             blocks = list(m.blocks)
             longest = 0
@@ -180,7 +180,7 @@ class CodexCompact:
             return ready
         src, sizer, before, cause = ready.src, ready.sizer, ready.before, ready.cause
         unchanged = ready.unchanged
-        groups = group_spans(src)
+        groups = group_spans(src, budget.pins)
         candidates = {i for g in groups if foldable(g) for i in range(g.start, g.end)}
         keep: dict[int, Message] = {}
         truncated: set[int] = set()
@@ -190,7 +190,7 @@ class CodexCompact:
             if not m.is_human:
                 continue
             size = -(-sum(len(b.text.encode("utf-8")) for b in m.blocks if isinstance(b, TextBlock)) // 4)
-            if m.pinned or i not in candidates:
+            if budget.pins(m) or i not in candidates:
                 room = max(0, room - size)
                 continue
             if room <= 0:

@@ -75,7 +75,7 @@ class EagerToolOutputClear:
         src = tuple(view)
         before = sizer.view(src)
         calls = {c.id: c for m in src for c in m.tool_calls}
-        free = [s for s in compactable_results(src, self.compactable) if not src[s.message].pinned]
+        free = [s for s in compactable_results(src, self.compactable) if not budget.pins(src[s.message])]
         total = len(free)
         split = max(0, total - self.keep)
         stubs: dict[tuple[int, int], str] = {}

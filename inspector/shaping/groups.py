@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from inspector.model import Message, Role, Source, ToolResultBlock
 
+from .pinning import FLOOR, Pins
+
 
 @dataclass(frozen=True, slots=True)
 class Group:
@@ -47,13 +49,14 @@ def _answers(message: Message, call_ids: frozenset[str]) -> bool:
 
 MEMO_SIZE = 4
 """How many recent views `group_spans` remembers the groups of."""
-_memo: tuple[tuple[tuple[Message, ...], tuple[Group, ...], tuple[int, ...]], ...] = ()
-"""(view, its groups, where each ends), newest first; replaced whole, never changed (threads
-share it)."""
+_memo: tuple[tuple[tuple[Message, ...], Pins, tuple[Group, ...], tuple[int, ...]], ...] = ()
+"""(view, the pin rule, its groups, where each ends), newest first; replaced whole, never changed
+(threads share it)."""
 
 
-def group_spans(view: Sequence[Message]) -> list[Group]:
-    """Split a view into groups, in order. Linear in the number of messages it does not share
+def group_spans(view: Sequence[Message], pins: Pins = FLOOR) -> list[Group]:
+    """Split a view into groups, in order; a group is `pinned` when `pins` (the policy's rule,
+    `Budget.pins`) pins one of its messages. Linear in the number of messages it does not share
     with a view split before: a replay shapes every request's ledger, each the one before and a
     few messages more, so the groups of the common front are taken from the view before (a
     group's extent depends on its own messages and the one after it only)."""
@@ -63,7 +66,9 @@ def group_spans(view: Sequence[Message]) -> list[Group]:
     kept_ends: tuple[int, ...] = ()
     start = 0
     best = 0
-    for prev, prev_groups, ends in _memo:
+    for prev, prev_pins, prev_groups, ends in _memo:
+        if prev_pins != pins:
+            continue
         k = _common_prefix(prev, view)
         if k <= best:
             continue
@@ -75,9 +80,9 @@ def group_spans(view: Sequence[Message]) -> list[Group]:
         if k == len(view):
             break
     reused = len(groups)
-    groups = _spans(view, start, groups)
+    groups = _spans(view, start, groups, pins)
     ends = kept_ends + tuple(g.end for g in groups[reused:])  # (the kept groups' ends are known)
-    _memo = ((view, tuple(groups), ends), *_memo[: MEMO_SIZE - 1])
+    _memo = ((view, pins, tuple(groups), ends), *_memo[: MEMO_SIZE - 1])
     return groups
 
 
@@ -98,7 +103,7 @@ def _common_prefix(a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
     return lo
 
 
-def _spans(view: tuple[Message, ...], i: int, groups: list[Group]) -> list[Group]:
+def _spans(view: tuple[Message, ...], i: int, groups: list[Group], pins: Pins = FLOOR) -> list[Group]:
     """`groups` (of `view[:i]`) and the groups of `view[i:]` after them."""
     n = len(view)
     while i < n:
@@ -123,7 +128,7 @@ def _spans(view: tuple[Message, ...], i: int, groups: list[Group]) -> list[Group
                     end=j,
                     exchange=True,
                     complete=complete,
-                    pinned=any(m.pinned for m in members),
+                    pinned=any(map(pins, members)),
                     summary=any(m.is_summary for m in members),
                 )
             )
@@ -137,7 +142,7 @@ def _spans(view: tuple[Message, ...], i: int, groups: list[Group]) -> list[Group
                     end=i + 1,
                     exchange=False,
                     complete=not orphan,
-                    pinned=leader.pinned,
+                    pinned=pins(leader),
                     summary=leader.is_summary,
                 )
             )
@@ -172,9 +177,10 @@ def unpaired(view: Sequence[Message]) -> Unpaired:
     )
 
 
-def pins(view: Sequence[Message]) -> tuple[Message, ...]:
-    """The pinned messages of a view (source priority >= PIN_FLOOR)."""
-    return tuple(m for m in view if m.pinned)
+def pins(view: Sequence[Message], rule: Pins = FLOOR) -> tuple[Message, ...]:
+    """The pinned messages of a view under `rule` (the policy's, `Budget.pins`; default
+    OpenCollab's: source priority >= PIN_FLOOR)."""
+    return tuple(m for m in view if rule(m))
 
 
 def pin_label(source: Source) -> str:

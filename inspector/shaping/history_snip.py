@@ -64,7 +64,7 @@ class OldHistorySnip:
         target = budget.target
         if before <= target:
             return unchanged(f"{cause}, already at or under target {target:,}")
-        groups = group_spans(src)
+        groups = group_spans(src, budget.pins)
         keep = budget.groups_kept
         droppable = groups[1 : max(1, len(groups) - keep)]
         running = before
@@ -141,7 +141,7 @@ class OldHistorySnip:
         for g in droppable if explain else ():
             if g.pinned and g.exchange:
                 for m in g.messages(src):
-                    if m.pinned:
+                    if budget.pins(m):
                         decisions.append(kept_pinned(self.name, m, sizer))
         result = tuple(replace.get(i, m) for i, m in enumerate(src) if i not in drop)
         after = sizer.view(result)

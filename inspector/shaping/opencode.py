@@ -133,7 +133,7 @@ class OpencodePrune:
             if m.is_summary:
                 stop = ", stopped at a compaction summary"
                 break
-            if m.pinned:
+            if budget.pins(m):
                 continue
             done = False
             for j in range(len(m.blocks) - 1, -1, -1):
@@ -290,7 +290,7 @@ class OpencodeCompact:
             MAX_PRESERVE_RECENT_TOKENS,
             max(MIN_PRESERVE_RECENT_TOKENS, math.floor(budget.trigger * PRESERVE_SHARE)),
         )
-        groups = group_spans(src)
+        groups = group_spans(src, budget.pins)
         start = tail_start(groups, src, preserve, self.tail_turns)
         fold = [i for g in groups[:start] if foldable(g) for i in range(g.start, g.end)]
         if not fold:
@@ -331,7 +331,7 @@ class OpencodeCompact:
                 )
         for g in groups[:start]:
             if g.pinned:
-                decisions.extend(kept_pinned(self.name, m, sizer) for m in g.messages(src) if m.pinned)
+                decisions.extend(kept_pinned(self.name, m, sizer) for m in g.messages(src) if budget.pins(m))
         return acted(
             self,
             result,

@@ -160,6 +160,7 @@ def explain(result: ShapeResult, message_id: str, why: Callable[[Source], str] |
     "cleared by tool output clear: estimate 171,204 > trigger 167,000; 9th most recent compactable
     result (Read), only 5 kept"; "kept: pinned (task, priority 80)"; "unchanged: no layer fired
     (estimate 40,112 under trigger 167,000)". Several changes are joined with "; then".
+    Pinned is the policy's rule, as the layers applied it (`result.budget.pins`).
     `why`: says why a pinned source is pinned, in the harness's terms (`policy.pin_reason`).
     """
     message = _find(result, message_id)
@@ -172,7 +173,7 @@ def explain(result: ShapeResult, message_id: str, why: Callable[[Source], str] |
         return "; then ".join(
             f"{d.action.value} by {labels.get(d.layer, d.layer)}: {d.reason}" for d in changes
         )
-    if message.pinned:
+    if result.budget.pins(message):
         said = f"kept: pinned ({pin_label(message.source)})"
         return f"{said}: {why(message.source)}" if why is not None else said
     kept = [d for d in decisions if d.action is Action.KEPT_RECENT]

@@ -48,6 +48,7 @@ from .codex import TOOL_OUTPUT_LIMIT_BYTES, CodexCompact, MiddleTruncate
 from .eager_clear import DEFAULT_EAGER_KEEP, EagerToolOutputClear
 from .history_snip import OldHistorySnip
 from .opencode import OpencodeCompact, OpencodePrune
+from .pinning import FLOOR, Pins
 from .pipeline import Pipeline
 from .summarize import ExtractiveSummarizer, RecordedSummarizer, Summarizer
 from .tool_budget import PerToolResultBudget
@@ -173,13 +174,14 @@ class Policy(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
                 resolved = resolve(self.rules, version, window, model, max_output=self.max_output)
             else:
                 resolved = resolve_for(self.rules, transcript, window, model, max_output=self.max_output)
-            return Budget.for_rule(
+            ruled = Budget.for_rule(
                 resolved,
                 target_ratio=self.target_ratio,
                 tool_result_budget=self.tool_result_budget,
                 groups_kept=self.groups_kept,
                 results_kept=self.results_kept,
             )
+            return msgspec.structs.replace(ruled, pins=self.pins)
         reserve = (
             self.output_reserve if self.max_output is None else min(self.output_reserve, self.max_output)
         )
@@ -188,7 +190,7 @@ class Policy(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
             trigger = max(2, math.floor(Fraction(str(self.trigger_ratio)) * window))
             reserve = max(0, min(reserve, window - trigger))
             buffer = max(0, window - reserve - trigger)
-        return Budget.for_window(
+        plain = Budget.for_window(
             window,
             output_reserve=reserve,
             safety_buffer=buffer,
@@ -198,6 +200,20 @@ class Policy(Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
             results_kept=self.results_kept,
             blocking_buffer=self.blocking_buffer,
         )
+        return plain if self.pins is FLOOR else msgspec.structs.replace(plain, pins=self.pins)
+
+    @property
+    def pins(self) -> Pins:
+        """Which messages this policy's layers may not touch (`inspector.shaping.pins`): under a
+        harness's rules (claude-code, codex, opencode), the source kinds that harness protects
+        (`PROTECTIONS`) and the overhead; otherwise OpenCollab's priority >= 70 (`FLOOR`)."""
+        harness = self.rules if self.rules in PROTECTIONS else None
+        if harness is None:
+            return FLOOR
+        found = _HARNESS_PINS.get(harness)
+        if found is None:
+            found = _HARNESS_PINS[harness] = Pins.protecting(p.kind for p in PROTECTIONS[harness])
+        return found
 
     def make_summarizer(self, messages: Sequence[Message] = ()) -> Summarizer | None:
         """The summarizer this policy names; "recorded" reads the transcript's `messages`."""
@@ -426,6 +442,9 @@ PROTECTIONS: dict[str, tuple[Protection, ...]] = {
 A policy without harness rules is OpenCollab's: it pins priority >= 70 whatever the kind
 (`PIN_FLOOR`)."""
 
+_HARNESS_PINS: dict[str, Pins] = {}
+"""Harness -> its `Pins`, made once (`Policy.pins`)."""
+
 ALSO_RESTORED: dict[str, str] = {h.id: h.also_restored for h in HARNESSES.values() if h.protects}
 """Harness -> what it keeps through a compaction beyond the sources it protects (one sentence)."""
 
@@ -446,26 +465,35 @@ def harness_of(policy: Policy | str) -> str | None:
     return policy.rules if policy.rules in PROTECTIONS else None
 
 
+def pins_of(policy: Policy | str) -> Pins:
+    """The pin rule of a policy, or of the preset a name reads as (`Policy.pins`; an unknown name:
+    OpenCollab's floor)."""
+    if isinstance(policy, str):
+        key = PRESET_ALIASES.get(normalize_name(policy), normalize_name(policy))
+        found = PRESETS.get(key)
+        return found.pins if found is not None else FLOOR
+    return policy.pins
+
+
 def pin_reason(policy: Policy | str, source: Source) -> str:
-    """Why a pinned source is pinned, in the harness's terms: "re-attached by Claude Code after
-    compaction (...)", "OpenCollab: priority 80 >= 70". A pinned source the harness itself does
-    not protect says so (the inspector pins priority >= 70 for every policy: what it keeps, it
-    keeps whole). A source under the floor: "not pinned"."""
-    if not source.pinned:
-        return f"not pinned: priority {source.priority} < {PIN_FLOOR}"
+    """Why a source is pinned, or not, in the harness's terms, by the rule the policy's layers
+    follow (`pins_of`): "re-attached by Claude Code after compaction (...)", "OpenCollab: priority
+    80 >= 70"; a source the harness does not protect is "not pinned: ..." (under Claude Code the
+    task too: it keeps the task only as its summary and recent messages carry it)."""
     harness = harness_of(policy)
     if harness is None:
-        return f"OpenCollab: priority {source.priority} ≥ {PIN_FLOOR}"
-    for p in PROTECTIONS[harness]:
-        if p.kind is source.kind:
-            return p.why
+        if source.priority >= PIN_FLOOR:
+            return f"OpenCollab: priority {source.priority} ≥ {PIN_FLOOR}"
+        return f"not pinned: priority {source.priority} < {PIN_FLOOR}"
     title = HARNESS_TITLES[harness]
+    if pins_of(policy).source(source):
+        for p in PROTECTIONS[harness]:
+            if p.kind is source.kind:
+                return p.why
+        return f"sent by {title} with every request (system prompt and tool definitions)"
     if source.kind is SourceKind.TASK:
-        return (
-            f"priority {source.priority} ≥ {PIN_FLOOR} (the inspector's floor): {title} keeps the task "
-            "only as its summary and recent messages carry it"
-        )
-    return f"priority {source.priority} ≥ {PIN_FLOOR} (the inspector's floor): {title} does not protect it"
+        return f"not pinned: {title} keeps the task only as its summary and recent messages carry it"
+    return f"not pinned: {title} does not protect {source.kind.value.replace('_', ' ')} sources"
 
 
 def protections(policy: Policy | str) -> list[str]:

@@ -10,6 +10,7 @@ from inspector.model import Message, ToolResultBlock
 
 from .base import Action, Decision, LayerResult, Sizer, ViewScan, acted, memo, no_change
 from .budget import Budget
+from .pinning import Pins
 
 TRUNCATION_MARKER = "[truncated {dropped} chars — re-read a narrower range (file_read with offset/limit, or grep) to see the rest]"
 MARKER_SEPARATOR = "\n\n"
@@ -54,7 +55,7 @@ class PerToolResultBudget:
     reactive = False
 
     def __init__(self) -> None:
-        self._scans: dict[int, ViewScan[_Cuts]] = {}
+        self._scans: dict[tuple[int, Pins], ViewScan[_Cuts]] = {}
         """Per limit: the cut copies of each message with a result over it (kept across requests)."""
 
     def apply(
@@ -72,9 +73,12 @@ class PerToolResultBudget:
         limit = budget.tool_result_budget
         out: dict[int, Message] | None = None
         decisions: list[Decision] = []
-        scan = self._scans.get(limit)
+        pins = budget.pins
+        scan = self._scans.get((limit, pins))
         if scan is None:
-            scan = self._scans[limit] = ViewScan(lambda m: _Cuts(m, limit) if _over(m, limit) else None)
+            scan = self._scans[(limit, pins)] = ViewScan(
+                lambda m: _Cuts(m, limit) if not pins(m) and _over(m, limit) else None
+            )
         for i, cuts in scan(src, sizer):
             m = src[i]
             new, dropped, longest = cuts.first_fitting(sizer)
@@ -137,7 +141,7 @@ class PerToolResultBudget:
 
 
 def _over(m: Message, limit: int) -> bool:
-    return not m.pinned and any(isinstance(b, ToolResultBlock) and len(b.content) > limit for b in m.blocks)
+    return any(isinstance(b, ToolResultBlock) and len(b.content) > limit for b in m.blocks)
 
 
 class _Cuts:

@@ -26,6 +26,7 @@ from .base import (
     pressed,
 )
 from .budget import Budget
+from .pinning import FLOOR, Pins
 from .tools import DEFAULT_COMPACTABLE_TOOLS, canonical_set, is_compactable
 
 CLEARED_CONTENT = "[Old tool result content cleared]"
@@ -111,12 +112,14 @@ class _Found:
 
     The ledgers of consecutive requests extend one another: a view that starts with the last one
     keeps its calls' order, and its results only gain company (a new result; an old one whose
-    call arrives). `free` is the slots of unpinned messages, in the same order."""
+    call arrives). `free` is the slots of messages `pins` (the policy's rule) leaves free, in the
+    same order; another rule starts afresh."""
 
-    __slots__ = ("compactable", "free", "order", "slots", "view", "waiting")
+    __slots__ = ("compactable", "free", "order", "pins", "slots", "view", "waiting")
 
     def __init__(self, compactable: frozenset[str]) -> None:
         self.compactable = compactable
+        self.pins: Pins = FLOOR
         self._clear()
 
     def _clear(self) -> None:
@@ -129,16 +132,17 @@ class _Found:
         self.free: list[ResultSlot] = []
 
     def update(
-        self, view: tuple[Message, ...], facts: list[tuple[int, _Facts]]
+        self, view: tuple[Message, ...], facts: list[tuple[int, _Facts]], pins: Pins = FLOOR
     ) -> tuple[tuple[Message, ...], int | None]:
         """Bring the slots to `view` (`facts`: its `_facts`, by index). Returns the view before and,
         where `view` extends it, the lowest place in `free` a slot went in at (`len(free)` when none
         did: every slot before it kept its place); None where the slots were found afresh."""
         last = self.view
         n = len(last)
-        extends = bool(n) and len(view) >= n and view[:n] == last  # identity first, at C speed
+        extends = bool(n) and pins == self.pins and len(view) >= n and view[:n] == last  # (identity first)
         if not extends:
             self._clear()
+            self.pins = pins
             n = 0
         order, waiting, compactable = self.order, self.waiting, self.compactable
         new = facts[bisect_left(facts, n, key=itemgetter(0)) :] if n else facts
@@ -164,7 +168,7 @@ class _Found:
                 continue
             slot = ResultSlot(order=call[0], message=i, block=j, tool=call[1])
             insort(self.slots, slot, key=_slot_key)
-            if not view[i].pinned:
+            if not pins(view[i]):
                 at = bisect_right(free, _slot_key(slot), key=_slot_key)
                 free.insert(at, slot)
                 lowest = min(lowest, at)
@@ -310,7 +314,7 @@ class ToolOutputClear:
         src, sizer, before, cause = ready.src, ready.sizer, ready.before, ready.cause
         keep = budget.results_kept
         found, c = self._found, self._clearing
-        last, lowest = found.update(src, self._scan(src, sizer))
+        last, lowest = found.update(src, self._scan(src, sizer), budget.pins)
         c.update(src, sizer, keep, found, last, lowest, self._made)
         total = len(found.free)
         if not c.changed:
@@ -368,7 +372,7 @@ class ToolOutputClear:
                     tokens_after=sizer.message(src[i]),
                 )
             )
-        for i, _ in _by_message(s for s in found.slots if src[s.message].pinned):
+        for i, _ in _by_message(s for s in found.slots if found.pins(src[s.message])):
             decisions.append(kept_pinned(self.name, src[i], sizer))
         return tuple(decisions)
 

@@ -38,7 +38,8 @@ from inspector.model.sanitize import one_line, visible
 from inspector.replay.folded import OpenedCompaction
 from inspector.shaping import Action, Decision, LayerResult, Policy, ShapeResult, explain
 from inspector.shaping.budget import parse_window
-from inspector.shaping.policy import pin_reason
+from inspector.shaping.pinning import FLOOR, Pins
+from inspector.shaping.policy import pin_reason, pins_of
 from inspector.tokens.calibration import OVERHEAD_ID
 
 SIMULATED_COMPACTION_LAYERS = frozenset({"old_history_snip", "auto_compact"})
@@ -315,6 +316,8 @@ class StepView:
     """Seconds since the request before it (None: the first, or no timestamps)."""
     opened: OpenedCompaction | None = None
     """The compaction the harness recorded right before this request, opened (`replay.folded`)."""
+    pins: Pins = FLOOR
+    """Which messages the policy pins: the rule its layers applied (`Budget.pins`), for the ⚑."""
 
     def cell(self, column: int, row: int) -> Cell:
         """What `column` shows in `row`."""
@@ -380,8 +383,9 @@ def _pinned_sources(
 ) -> tuple[PinnedSource, ...]:
     groups: dict[tuple[str, str, int], list[int]] = {}
     whys: dict[tuple[str, str, int], str] = {}
+    pinned = pins_of(policy)  # the rule the policy's layers apply (`Budget.pins`)
     for m in ledger:
-        if not m.pinned:
+        if not pinned(m):
             continue
         name = visible(m.source.name, newlines=False) or ("prompt overhead" if m.id == OVERHEAD_ID else "")
         key = (m.source.kind.value, name, m.source.priority)
@@ -595,6 +599,7 @@ def build_step_view(
         model=model,
         gap_s=seconds_between(previous_timestamp, timestamp),
         opened=opened,
+        pins=result.budget.pins if result is not None else pins_of(pin_policy if pin_policy is not None else policy),
     )
 
 
@@ -725,7 +730,7 @@ def build_detail(view: StepView, row: int, transcript: Transcript) -> Detail | N
     )
     src = message.source
     source = f"{src.kind.value}{' · ' + src.name if src.name else ''} · priority {src.priority}"
-    if src.pinned:
+    if view.pins(message):
         source += " · pinned"
     return Detail(
         request=view.index,

@@ -468,7 +468,7 @@ class LedgerColumns(ScrollView, can_focus=True):
             line.add("", base)
             return
         assert self.view is not None
-        pinned = message.pinned
+        pinned = self.view.pins(message)
         line.add(PIN if pinned else " ", base + self._style("pinned"))
         line.add(bar(cell.weight, self._scale()), base + self._style("bar"))
         line.add(" " + weight_text(cell.weight).rjust(WEIGHT_WIDTH), base + self._style("weight"))
@@ -490,7 +490,7 @@ class LedgerColumns(ScrollView, can_focus=True):
             line.add(f"{GLYPH[state]} {words}", style)
             return
         message = cell.message
-        pinned = message is not None and message.pinned
+        pinned = message is not None and self.view is not None and self.view.pins(message)
         if state is CellState.SAME:
             dim = base + self._style("weight" if cursor else "same")
             line.add(PIN if pinned else " ", base + self._style("pinned") if pinned else dim)
