@@ -70,6 +70,21 @@ probability that it holds none (so the model predicts the usual request, not the
 STRIP_PRIOR = (1.0, 1000.0)
 """(share, weight in tokens): what a new user turn takes off of earlier turns' reasoning, before
 a session's turn boundaries tell (`_DeltaRun.strip_share`)."""
+KEEPS_REASONING = ("claude-opus-",)
+"""Model families that keep earlier turns' reasoning in the context (a new user turn takes none
+of it off): their sessions' turn boundaries start from a share of 0 instead of `STRIP_PRIOR`'s.
+Evidence (the corpus, every file with reasoning at a turn boundary): opus-4-6 (spotter-fa812bfe
+requests 44 and 57: 34 and 0 of 780 and 80 tokens came off; pooknast-da0d9633 request 12: 0 of
+48) and opus-4-1 (kesslerio-c7428042 requests 24 and 47: 353 of 1,205, 0 of 804) keep it;
+sonnet-4 (lroystack), sonnet-4-5 (applabnl, thomasjmcgovern) and haiku-4-5 (fasthooks) lose most
+of it. Only where the share starts: each session still learns its own."""
+
+
+def keeps_reasoning(model: str | None) -> bool:
+    """Whether `model` is of a family that keeps earlier turns' reasoning (`KEEPS_REASONING`)."""
+    return model is not None and model.startswith(KEEPS_REASONING)
+
+
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 RATIO_BOUNDS = (0.2, 6.0)
 KIND_NAMES = frozenset(k.value for k in Kind) | {"out_text", "out_thinking", "out_call"}
