@@ -270,7 +270,8 @@ class _DeltaRun:
             step = steps[k - 1]
             if not self.strip_model and req.model:
                 self.strip_model = True
-                if keeps_reasoning(req.model):
+                version = tr.harness_version if tr.format == "claude-code" else None
+                if keeps_reasoning(req.model, version):
                     self.strip_prior = (0.0, self.strip_prior[1])
             ledger_len = req.ledger_len
             new_segment = req.segment != seg
