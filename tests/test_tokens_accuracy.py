@@ -244,7 +244,7 @@ def test_corpus_summary_holds_what_it_reached(estimator: str) -> None:
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "p95 target not reached: the summary's median of per-file p95 is 0.62% (heuristic; 0.66% "
+        "p95 target not reached: the summary's median of per-file p95 is 0.63% (heuristic; 0.66% "
         "tiktoken) against 0.5%; its median of per-file max, 1.67%, meets 3%. Four of the twelve "
         "files have 9-23 scored requests, so their p95 is their worst or second-worst request "
         "(dkimuson 3.2%: CLAUDE.md edited by MultiEdit, ~800 tokens the file does not hold)"
@@ -258,6 +258,20 @@ def test_corpus_summary_meets_the_target() -> None:
     assert best.p95_pct is not None and best.max_pct is not None
     assert best.p95_pct <= TARGET_P95
     assert best.max_pct <= TARGET_MAX
+
+
+def test_the_long_session_sample_keeps_its_reasoning_at_a_turn_boundary() -> None:
+    """The bundled long-session sample (Claude Code 2.1.39, sonnet-4-5) keeps earlier turns'
+    reasoning: request 138, the first turn boundary after 130 requests of reasoning, was predicted
+    5,633 tokens short (4.74%) when the share taken off started from taking all of it."""
+    from inspector.samples import sample_path
+
+    tr = load(sample_path("long-session"))
+    rep = accuracy(tr, "heuristic")
+    row = next(r for r in rep.requests if r.request == 138)
+    assert row.error_pct["delta"] < 0.5, row
+    assert abs(row.predicted["delta"] - row.reported) < 600, row
+    assert rep.modes["delta"].p95_pct is not None and rep.modes["delta"].p95_pct < 0.2
 
 
 def test_worst_requests_name_what_was_added_before_each() -> None:

@@ -81,7 +81,10 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   (`_DeltaRun.strip_share`), not all or nothing: sonnet-4/4.5 and haiku-4.5 sessions (lroystack,
   thomasjmcgovern, applabnl, fasthooks) lose most of it, opus-4-6 and opus-4-1 ones (spotter,
   pooknast, kesslerio) keep it, and thomasjmcgovern loses only about half of what its responses'
-  outputs say it held (request 118: 1,719 of 3,017).
+  outputs say it held (request 118: 1,719 of 3,017). Where the share starts is a rule, not a
+  constant (`priors.keeps_reasoning`): 0 on opus models and on sessions written by Claude Code 2.1
+  or later (the bundled long-session sample, sonnet-4-5 under 2.1.39, keeps all of it: request 138
+  was 4.7% short when the share started from 1), `STRIP_PRIOR` elsewhere.
 - ExitPlanMode with a `planFilePath` (Claude Code 2.1): its plan argument is not billed
   (`billed_call`, pooknast-da0d9633 request 19). Claude Code 2.0 writes the plan as the model's
   own argument and it is billed (thomasjmcgovern-fb36f7a7, 8 calls).
@@ -96,7 +99,15 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   8 of 11 responses with reasoning, thomasjmcgovern 72 of 142, lroystack 59 of 128): the gap
   between a response and the message before it (time to first token plus generation) does not
   track the reasoning's size on these files, and the misses on those requests are a few hundred
-  tokens either way, so the output model's thinking ratio sizes them.
+  tokens either way, so the output model's thinking ratio sizes them. A TodoWrite result that
+  carries the todo list again (a reminder: chiphuyen, kesslerio and patternstack cost about the
+  call's size again at every TodoWrite, lroystack and conneroisu at their first two only,
+  applabnl, dkimuson and thomasjmcgovern never): a per-session echo coefficient moved the summary
+  p95 by 0.01 point and cost applabnl 0.1, so `results:TodoWrite` learns its mean. ToolSearch's
+  loaded schemas (pooknast, 275-1,170 tokens by the tool it loads): a wider `results:ToolSearch`
+  prior made pooknast's p95 worse (0.75% -> 1.03%). Bounding what a turn boundary took off by
+  where the report's cache read stopped: thomasjmcgovern 0.535% -> 0.533%, fasthooks (tiktoken)
+  0.623% -> 0.628%, so not kept.
 
 The package's modules, each a step further from the transcript:
 

@@ -12,7 +12,7 @@ from inspector.model import Message, RecordedEvent, ToolResultBlock, Transcript
 
 from .cost_model import Coefficients, CostModel
 from .features import _FINAL_X, CLEARED_TEXT, OVERHEAD_ID, Features, _add, _parts
-from .priors import CHOSEN_ON, STRIP_PRIOR, WIDE, prior_ratio
+from .priors import CHOSEN_ON, STRIP_PRIOR, WIDE, keeps_reasoning, prior_ratio
 from .requests import _micro_events, _outputs, model_switched, prefix_changed
 from .weights import apportion
 
@@ -122,6 +122,8 @@ class _DeltaRun:
         wide = cal.transcript.format not in CHOSEN_ON
         self.model = CostModel(prior_ratio(cal.estimator.name, wide), wide)
         self.strip_prior = (WIDE["strip_prior"], STRIP_PRIOR[1]) if wide else STRIP_PRIOR
+        self.strip_model = False
+        """Whether `strip_prior` has been set from the session's model (its first request with one)."""
         self.overhead: int | None = None
         self.cur: dict[str, int] = {}
         """Current weight of every message of the current segment's ledger."""
@@ -266,6 +268,11 @@ class _DeltaRun:
         for req in tr.requests[start:stop] if start or stop is not None else tr.requests:
             k = self.k = req.index
             step = steps[k - 1]
+            if not self.strip_model and req.model:
+                self.strip_model = True
+                version = tr.harness_version if tr.format == "claude-code" else None
+                if keeps_reasoning(req.model, version):
+                    self.strip_prior = (0.0, self.strip_prior[1])
             ledger_len = req.ledger_len
             new_segment = req.segment != seg
             if new_segment:
@@ -434,6 +441,7 @@ class _DeltaRun:
         run.cleared = set(self.cleared)
         run.cleared_calls = set(self.cleared_calls)
         run.strip_prior = self.strip_prior
+        run.strip_model = self.strip_model
         run.strip_seen = self.strip_seen
         run.strip_offered = self.strip_offered
         run.outputs = dict(self.outputs)

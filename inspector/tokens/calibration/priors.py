@@ -70,6 +70,44 @@ probability that it holds none (so the model predicts the usual request, not the
 STRIP_PRIOR = (1.0, 1000.0)
 """(share, weight in tokens): what a new user turn takes off of earlier turns' reasoning, before
 a session's turn boundaries tell (`_DeltaRun.strip_share`)."""
+KEEPS_REASONING = ("claude-opus-",)
+"""Model families that keep earlier turns' reasoning in the context (a new user turn takes none
+of it off): their sessions' turn boundaries start from a share of 0 instead of `STRIP_PRIOR`'s.
+Evidence (every corpus file with reasoning at a turn boundary): opus-4-6 (spotter-fa812bfe
+requests 44 and 57: 34 and 0 of 780 and 80 tokens came off; pooknast-da0d9633 request 12: 0 of
+48) and opus-4-1 (kesslerio-c7428042 requests 24 and 47: 353 of 1,205, 0 of 804) keep it;
+sonnet-4 (lroystack), sonnet-4-5 (applabnl, thomasjmcgovern) and haiku-4-5 (fasthooks) on Claude
+Code 1.x and 2.0 lose most of it. Only where the share starts: each session still learns its own."""
+KEEPS_FROM_VERSION = (2, 1)
+"""Claude Code from 2.1 keeps earlier turns' reasoning on every model (it sends the history as
+it was, so the cache holds): the bundled long-session sample (2.1.39, sonnet-4-5) loses 15, 13,
+12 and 0 of 168, 6,498, 2,336 and 1,183 tokens at its four turn boundaries, reading from the
+cache more than the whole request before each time; spotter-fa812bfe (2.1.39) and
+pooknast-da0d9633 (2.1.96) keep it too. The 2.0 sessions lose it (thomasjmcgovern 2.0.22 request
+29: all 822 tokens, the cache read stopping at the first message)."""
+
+
+def _version(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    out: list[int] = []
+    for part in text.split("."):
+        digits = "".join(c for c in part if c.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out) or None
+
+
+def keeps_reasoning(model: str | None, harness_version: str | None = None) -> bool:
+    """Whether a session on `model` written by Claude Code `harness_version` keeps earlier turns'
+    reasoning (`KEEPS_REASONING`, `KEEPS_FROM_VERSION`)."""
+    if model is not None and model.startswith(KEEPS_REASONING):
+        return True
+    version = _version(harness_version)
+    return version is not None and version >= KEEPS_FROM_VERSION
+
+
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 RATIO_BOUNDS = (0.2, 6.0)
 KIND_NAMES = frozenset(k.value for k in Kind) | {"out_text", "out_thinking", "out_call"}
