@@ -61,7 +61,7 @@ def _paint(path: str, cached: bool = False) -> dict[str, Any]:
 
     t0 = time.perf_counter()
     cli._stdout_is_terminal = lambda: True  # standard output is the runner's pipe
-    inspector.tui.run_app = run_app  # type: ignore[assignment]
+    inspector.tui.run_app = run_app
     with tempfile.TemporaryDirectory(prefix="ctxi-paint-") as fresh:
         if not cached:  # a first open: a cache folder without the file's entry (prices kept)
             home = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")

@@ -78,3 +78,87 @@ def test_no_cache_opens_the_app_and_writes_nothing(session: Path, monkeypatch: p
     assert main([str(session), "--no-follow", "--no-cache"]) == 0
     assert opened == [len(load(session).messages)]
     assert entries() == []
+
+
+# -- the gauge before the columns -----------------------------------------------------------------
+
+SIZE = (160, 48)
+
+
+def test_the_waiting_line_says_the_request_s_own_report_and_what_is_left() -> None:
+    from inspector.model import Message, Request, Role, Segment, TextBlock, Usage
+    from inspector.tui.first import waiting_status
+
+    messages = [Message(id=f"m{i}", role=Role.USER, blocks=(TextBlock(text="x"),)) for i in range(3)]
+    requests = [
+        Request(index=1, ledger_len=1, usage=Usage(input=1_000, output=5)),
+        Request(index=2, ledger_len=3, usage=None),
+        Request(index=3, ledger_len=3, usage=Usage(input=50, cache_read=149_950, output=5)),
+    ]
+    t = Transcript(
+        format="claude-code",
+        path="s.jsonl",
+        messages=messages,
+        segments=[Segment(index=0, message_ids=tuple(m.id for m in messages))],
+        requests=requests,
+    )
+    assert waiting_status(t, 3, 200_000, "s.jsonl") == (
+        "request 3/3: 150,000 tokens reported (75% of 200,000) · loading s.jsonl: calibrating 3 messages…"
+    )
+    assert waiting_status(t, 1, None, "s.jsonl") == (
+        "request 1/3: 1,000 tokens reported · loading s.jsonl: calibrating 3 messages…"
+    )
+    assert waiting_status(t, 2, 200_000, "s.jsonl") == (
+        "request 2/3 · loading s.jsonl: calibrating 3 messages…"  # no report: no figure
+    )
+
+
+async def test_the_gauge_says_the_last_report_while_the_columns_are_shaped(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    import inspector.tui.app as app_module
+    from inspector.samples import SAMPLES, sample_path
+    from inspector.tui import InspectorApp
+
+    path = sample_path("short-session")
+    transcript, window = load(path), SAMPLES["short-session"].window
+    last = transcript.requests[-1]
+    assert last.usage is not None
+    release = threading.Event()
+    real = app_module.step_view
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        release.wait(20)  # the columns of the first request wait here until the test has looked
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(app_module, "step_view", held)
+    app = InspectorApp(transcript, policy="opencollab", window=window)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            main = app.main
+            for _ in range(500):
+                await pilot.pause(0.02)
+                if main.session is not None:
+                    break
+            await pilot.pause(0.05)
+            assert main.view is None and main.columns.view is None  # the columns are not shaped yet
+            n = len(transcript.requests)
+            want = (
+                f"request {n:,}/{n:,}: {last.usage.context:,} tokens reported "
+                f"({last.usage.context / window:.0%} of {window:,})"
+            )
+            assert main.gauge.status.startswith(want + " · loading short-session.jsonl: calibrating")
+            shown = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+            assert want in shown
+            release.set()
+            for _ in range(500):
+                await pilot.pause(0.02)
+                if main.view is not None and main.columns.view is main.view:
+                    break
+            await pilot.pause(0.05)
+            assert main.gauge.status == ""  # the request's gauge took its place
+            assert main.gauge.plain_lines()[0].startswith(f"request {n}/{n}")
+    finally:
+        release.set()

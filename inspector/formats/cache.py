@@ -301,5 +301,9 @@ def cached_load(
         if later is None:
             write(k, transcript)
         else:
-            later.append(lambda: write(k, transcript))
+
+            def write_it() -> None:
+                write(k, transcript)
+
+            later.append(write_it)
     return transcript
