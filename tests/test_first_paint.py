@@ -162,3 +162,31 @@ async def test_the_gauge_says_the_last_report_while_the_columns_are_shaped(
             assert main.gauge.plain_lines()[0].startswith(f"request {n}/{n}")
     finally:
         release.set()
+
+
+def test_the_paint_benchmark_opens_through_the_command_line_and_times_both_frames(tmp_path: Path) -> None:
+    """`python -m benchmarks.paint` (the runner's first-paint rows) on a sample: a first open through
+    `inspector.cli.main`, the session's first frame no later than its columns, the entry written
+    once the app closed, in a cache folder of its own (never the run's)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-m", "benchmarks.paint", str(SAMPLE)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+        check=True,
+    ).stdout
+    got = json.loads(out)
+    assert got["painted"] == 1.0
+    assert got["load"] > 0 and got["paint"] > 0
+    assert got["framed_at"] <= got["painted_at"] + 1e-3
+    assert 0 < got["framed_cpu"] <= got["cpu"]
+    assert len(got["steps"]) == min(30, len(load(SAMPLE).requests) - 1)
+    assert not (tmp_path / "cache" / "context-inspector" / "transcripts").exists()  # a fresh folder's
