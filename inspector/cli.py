@@ -10,7 +10,7 @@ import argparse
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -302,12 +302,20 @@ def _reading(path: str) -> Iterator[Progress | None]:
             progress.close()
 
 
-def _load(path: str, session: str | None = None) -> Transcript:
+def _load(
+    path: str, session: str | None = None, *, later: list[Callable[[], None]] | None = None
+) -> Transcript:
+    """The transcript at `path`, through the persistent cache unless --no-cache. `later`: where a
+    miss's cache write goes instead of being done now (the app writes it once it has closed)."""
     from inspector.formats.cache import cached_load
 
     with _reading(path) as progress:
         transcript = cached_load(
-            path, lambda: load(path, progress=progress, session=session), session=session, enabled=_cache_on
+            path,
+            lambda: load(path, progress=progress, session=session),
+            session=session,
+            enabled=_cache_on,
+            later=later,
         )
     if _one_shot:
         hold_for_good()  # the process ends with this command, without freeing what it loaded
@@ -585,8 +593,9 @@ def _cmd_open(args: argparse.Namespace) -> int:
             choice = choose(path, settings.session)  # an unknown --session: one line, before any reading
         target, session_id, harness = str(choice.path), choice.session_id, choice.format
     follow = recently_modified(target) if settings.follow is None else settings.follow
+    later: list[Callable[[], None]] = []  # a first open's cache entry: written once the app has closed
     if not follow:
-        transcript, follower = _load(path, settings.session), None
+        transcript, follower = _load(path, settings.session, later=later), None
     else:
         with _reading(path) as progress:
             opened = open_transcript(
@@ -604,7 +613,11 @@ def _cmd_open(args: argparse.Namespace) -> int:
         _check_window(named_policy or settings.policy_for(transcript), settings.window)
     from inspector.tui import run_app
 
-    run_app(transcript, settings=settings, follower=follower)
+    try:
+        run_app(transcript, settings=settings, follower=follower)
+    finally:
+        for step in later:
+            step()
     return 0
 
 

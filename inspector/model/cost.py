@@ -33,7 +33,7 @@ from msgspec import Struct
 
 from inspector.settings import cache_folder
 
-from .transcript import Transcript, Usage
+from .transcript import Request, Transcript, Usage
 
 __all__ = [
     "CostSummary",
@@ -440,29 +440,56 @@ def rebilled_cost(
     return round(float(total), 6), None
 
 
-_MEMO: dict[tuple[int, int], tuple[Transcript, SessionCost, list[float]]] = {}
+_MEMO: dict[tuple[int, int], tuple[Transcript, list[RequestCost], list[float]]] = {}
+
+
+def _same_priced(a: Request, b: Request) -> bool:
+    return a.index == b.index and a.usage == b.usage and a.model == b.model and a.timestamp == b.timestamp
+
+
+def _running_costs(transcript: Transcript) -> tuple[list[RequestCost], list[float]]:
+    """Every request's cost and the money spent up to it. A transcript that extends one seen before
+    (a followed file that grew) reuses that one's rows for the requests it shares with it, priced
+    alike (the same usage, model and time): an append costs its own requests, not the session's
+    (at 4,710 requests, 65 ms of CPU on every live append before)."""
+    table = price_table()
+    reqs = transcript.requests
+    rows: list[RequestCost] = []
+    running: list[float] = []
+    for old, old_rows, old_running in _MEMO.values():
+        if old.model != transcript.model:
+            continue
+        n, olds = 0, old.requests
+        limit = min(len(olds), len(reqs), len(old_rows))
+        while n < limit and (olds[n] is reqs[n] or _same_priced(olds[n], reqs[n])):
+            n += 1
+        if n > len(rows):
+            rows, running = old_rows[:n], old_running[:n]
+    spent = running[-1] if running else 0.0
+    for r in reqs[len(rows) :]:
+        row = _request_cost(r.index, r.usage, r.model or transcript.model, r.timestamp, table)
+        spent += row.cost.total if row.cost is not None else 0.0
+        rows.append(row)
+        running.append(spent)
+    table.save()
+    return rows, running
 
 
 def money_at(transcript: Transcript, k: int) -> str:
     """What the app's gauge says of money at request k: "cost $0.06 · $10.23 so far", "no price for
     fake-model", or "" where the request reported no usage. The session's costs are computed once
-    per transcript (a followed file that grew is a new one)."""
+    per transcript (a followed file that grew is a new one: it goes on from the one before)."""
     key = (id(transcript), len(transcript.requests))
     hit = _MEMO.get(key)
     if hit is None or hit[0] is not transcript:
-        found = session_cost(transcript)
-        running: list[float] = []
-        spent = 0.0
-        for row in found.requests:
-            spent += row.cost.total if row.cost is not None else 0.0
-            running.append(spent)
+        rows, running = _running_costs(transcript)
         if len(_MEMO) >= 4:
             _MEMO.clear()
-        hit = _MEMO[key] = (transcript, found, running)
-    _, found, running = hit
-    if not 1 <= k <= len(found.requests):
+        hit = _MEMO[key] = (transcript, rows, running)
+    _, rows, running = hit
+    if not 1 <= k <= len(rows):
         return ""
-    row = found.requests[k - 1]
+    row = rows[k - 1]
     if row.cost is None:
         return "" if row.note == "no usage reported" else str(row.note)
     return f"cost {money_text(row.cost.total)} · {money_text(running[k - 1])} so far"

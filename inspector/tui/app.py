@@ -54,6 +54,7 @@ from inspector.tui.banner import sample_banner
 from inspector.tui.calibrate import CalibrateScreen
 from inspector.tui.compare import CompareScreen
 from inspector.tui.findings import FindingsScreen
+from inspector.tui.first import waiting_status
 from inspector.tui.lab import LabResult, LabScreen
 from inspector.tui.live import crossing
 from inspector.tui.messages import (
@@ -655,6 +656,8 @@ class MainScreen(Screen[None]):
                 else:
                     self.request = self.start
             self.request = max(1, min(self.request, total))
+            if self.view is None:  # until its columns are shaped: the request's own report
+                self.gauge.status = waiting_status(replay.transcript, self.request, replay.window, self.file_name)
             # live, at first: the cursor on the newest message
             self.show_request(self.request, bottom=self.live and self.following and self.view is None)
         self._first_replay_landed()
