@@ -1,10 +1,14 @@
-"""Shared test fixtures: where the real corpus is, and a skip when it is absent."""
+"""Shared test fixtures: where the real corpus is (and a skip when it is absent), and `settle`,
+which waits until the app shows what a test looks at."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,3 +85,47 @@ def _a_cache_folder_of_its_own(tmp_path_factory: pytest.TempPathFactory, monkeyp
     """Every test starts with an empty cache of loaded transcripts (`inspector.formats.cache`),
     never the user's: a test that runs a command reads the file as a first open would."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
+async def settle(
+    pilot: Any,
+    request: int | None = None,
+    *,
+    scanned: bool = False,
+    detail: bool = False,
+    row: bool = False,
+    ready: Callable[[Any], bool] | None = None,
+    timeout: float = 12.0,
+) -> Any:
+    """The app's main screen once it shows `request` (or any request) with its columns drawn, and,
+    as asked: the message detail of that request (`detail`; `row`: of the cursor's row too), the
+    background scan done (`scanned`: every request, and at least one), no reshaping under way and
+    `ready(view)` true. Bounded: an AssertionError says where the app stood after `timeout` s."""
+    main = pilot.app.main
+    deadline = time.monotonic() + timeout
+
+    def settled() -> bool:
+        view = main.view
+        if view is None or main.columns.view is not view:
+            return False
+        if request is not None and view.index != request:
+            return False
+        shown = main.detail.detail
+        if detail and (shown is None or shown.request != view.index):
+            return False
+        if row and (shown is None or shown.row != main.columns.cursor_row):
+            return False
+        if scanned and (main.total == 0 or main.scanned < main.total):
+            return False
+        return not main.reshaping and (ready is None or ready(view))
+
+    while not settled():
+        if time.monotonic() > deadline:
+            view = main.view
+            raise AssertionError(
+                f"the app did not settle (request {main.request}, view {view and view.index}, "
+                f"scanned {main.scanned} of {main.total})"
+            )
+        await pilot.pause(0.02)
+    await pilot.pause()
+    return main

@@ -19,6 +19,7 @@ from inspector.tui import InspectorApp
 from inspector.tui.app import SCAN_TAIL_S, SCAN_YIELD_S, MainScreen, Pacer
 from inspector.tui.viewmodel import CellState
 from inspector.tui.widgets.sparkline import buckets
+from tests.conftest import settle as shared_settle
 
 SIZE = (160, 48)
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
@@ -35,27 +36,9 @@ def sample(name: str) -> tuple[Transcript, int]:
     return load(path), SAMPLES[name].window
 
 
-async def settle(pilot, request: int | None = None, scanned: bool = False) -> MainScreen:  # type: ignore[no-untyped-def]
+async def settle(pilot: Any, request: int | None = None, scanned: bool = False) -> MainScreen:
     """Wait (bounded) until the request is shown, its detail is ready and, if asked, the scan is done."""
-    app = pilot.app
-    main: MainScreen = app.main
-    for _ in range(600):
-        await pilot.pause(0.02)
-        view = main.view
-        if view is None or main.columns.view is not view:
-            continue
-        if request is not None and view.index != request:
-            continue
-        if main.detail.detail is None or main.detail.detail.request != view.index:
-            continue
-        if scanned and (main.total == 0 or main.scanned < main.total):
-            continue
-        break
-    else:
-        raise AssertionError(
-            f"the app did not settle (request {main.request}, view {main.view and main.view.index})"
-        )
-    await pilot.pause()
+    main: MainScreen = await shared_settle(pilot, request, scanned=scanned, detail=True)
     return main
 
 

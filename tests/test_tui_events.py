@@ -24,6 +24,7 @@ from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.viewmodel import session_view
 from inspector.tui.widgets.sparkline import legend
+from tests.conftest import settle as shared_settle
 
 SIZE = (160, 48)
 HOSTILE = "529 [bold red]x[/] \x1b]52;c;SGVsbG8=\x07 overloaded"
@@ -73,18 +74,7 @@ def events_transcript() -> Transcript:
 
 
 async def settle(pilot: Any, request: int, scanned: bool = True) -> MainScreen:
-    main: MainScreen = pilot.app.main
-    for _ in range(600):
-        await pilot.pause(0.02)
-        view = main.view
-        if view is None or main.columns.view is not view or view.index != request:
-            continue
-        if scanned and main.scanned < main.total:
-            continue
-        break
-    else:
-        raise AssertionError(f"the app did not settle at request {request} (at {main.request})")
-    await pilot.pause()
+    main: MainScreen = await shared_settle(pilot, request, scanned=scanned)
     return main
 
 

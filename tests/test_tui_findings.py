@@ -12,24 +12,14 @@ from inspector.scenarios import open_scenario
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.findings import FindingsScreen
+from tests.conftest import settle as shared_settle
 
 SIZE = (160, 48)
 NAME = "eager-clear-cache"
 
 
 async def settled(pilot: Any, request: int | None = None) -> MainScreen:
-    main: MainScreen = pilot.app.main
-    for _ in range(600):
-        await pilot.pause(0.02)
-        view = main.view
-        if view is None or main.columns.view is not view:
-            continue
-        if request is not None and view.index != request:
-            continue
-        break
-    else:
-        raise AssertionError("the app did not settle")
-    await pilot.pause()
+    main: MainScreen = await shared_settle(pilot, request)
     return main
 
 

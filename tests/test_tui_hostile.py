@@ -42,6 +42,7 @@ from inspector.tui.compare import CompareScreen
 from inspector.tui.findings import FindingsScreen
 from inspector.tui.lab import LabScreen
 from inspector.tui.screens import HelpScreen, MessageScreen, PolicyScreen, PromptScreen
+from tests.conftest import settle as shared_settle
 
 from .hostile_sessions import (
     FILE_STEM,
@@ -130,20 +131,7 @@ async def wait_for(pilot: Any, check: Callable[[], bool], what: str) -> None:
 
 
 async def settled(pilot: Any, request: int | None = None) -> MainScreen:
-    main: MainScreen = pilot.app.main
-
-    def ready() -> bool:
-        view = main.view
-        return (
-            view is not None
-            and main.columns.view is view
-            and (request is None or view.index == request)
-            and main.detail.detail is not None
-            and main.detail.detail.request == view.index
-            and main.detail.detail.row == main.columns.cursor_row
-        )
-
-    await wait_for(pilot, ready, f"request {request}")
+    main: MainScreen = await shared_settle(pilot, request, detail=True, row=True, timeout=WAIT)
     return main
 
 

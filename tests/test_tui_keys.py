@@ -18,6 +18,7 @@ from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen, Start
 from inspector.tui.compare import CompareScreen
 from inspector.tui.widgets.keybar import KeyBar
+from tests.conftest import settle as shared_settle
 
 SIZE = (160, 48)
 
@@ -33,17 +34,7 @@ def sample_app(start: Start = "last") -> InspectorApp:
 
 async def settled(pilot: Any, request: int | None = None) -> MainScreen:
     """The main screen once it shows `request` (or any) and its scan is done."""
-    main: MainScreen = pilot.app.main
-    deadline = time.monotonic() + 15
-    while not (
-        main.view is not None
-        and (request is None or main.view.index == request)
-        and main.total
-        and main.scanned == main.total
-    ):
-        assert time.monotonic() < deadline, "the app did not settle"
-        await pilot.pause(0.05)
-    await pilot.pause()
+    main: MainScreen = await shared_settle(pilot, request, scanned=True, timeout=15)
     return main
 
 

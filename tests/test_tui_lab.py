@@ -15,6 +15,7 @@ from inspector.shaping import load_policy
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.lab import LabScreen, policy_toml
+from tests.conftest import settle as shared_settle
 
 SIZE = (160, 48)
 
@@ -29,18 +30,7 @@ def make_app() -> InspectorApp:
 
 
 async def settled(pilot: Any, test: Any = None) -> MainScreen:
-    main: MainScreen = pilot.app.main
-    for _ in range(600):
-        await pilot.pause(0.02)
-        view = main.view
-        if view is None or main.columns.view is not view or main.reshaping:
-            continue
-        if test is not None and not test(view):
-            continue
-        break
-    else:
-        raise AssertionError("the app did not settle")
-    await pilot.pause()
+    main: MainScreen = await shared_settle(pilot, ready=test)
     return main
 
 

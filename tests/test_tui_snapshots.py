@@ -14,6 +14,7 @@ from inspector.formats import load
 from inspector.replay import Replay
 from inspector.samples import SAMPLES, sample_path
 from inspector.tui import InspectorApp
+from tests.conftest import settle as shared_settle
 
 SIZE = (160, 48)
 
@@ -31,20 +32,7 @@ def settled(request: int | None = None) -> Callable[[Any], Awaitable[None]]:
     """run_before: wait until the request, its detail and the background scan are all done."""
 
     async def run_before(pilot: Any) -> None:
-        main = pilot.app.main
-        for _ in range(1000):
-            await pilot.pause(0.02)
-            view = main.view
-            if view is None or main.columns.view is not view:
-                continue
-            if request is not None and view.index != request:
-                continue
-            if main.detail.detail is None or main.detail.detail.request != view.index:
-                continue
-            if main.scanned < main.total:
-                continue
-            break
-        await pilot.pause()
+        await shared_settle(pilot, request, detail=True, scanned=True, timeout=20)
 
     return run_before
 
