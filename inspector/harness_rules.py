@@ -8,7 +8,7 @@ version decided with. Nothing else writes a harness threshold down. The models t
 (window, max output) are the models table, `inspector.model.windows.MODELS`.
 
 It imports only the registry and the models table, and sits just above the ledger's types
-(tests/test_architecture.py `LAYERS`), so `tokens` and `shaping` both read it downward.
+(tests/unit/test_architecture.py `LAYERS`), so `tokens` and `shaping` both read it downward.
 
 The version comes from the transcript (`recorded_version`): every Claude Code line carries
 `version`, a Codex rollout's `session_meta` carries `cli_version`, an opencode session its

@@ -14,7 +14,7 @@ maintained Python scanner on PyPI) pulls `requests` and `pyyaml`, reports a line
 rather than where they are, lacks several shapes (Anthropic, Hugging Face, Google, bearer headers,
 a key block cut before its END line) and matches prefixes without word bounds; gitleaks is a Go
 binary whose rules live in its TOML config; ggshield asks GitGuardian's servers. The shapes here
-follow those rules and are tested on a corpus of realistic lines (tests/test_redact_corpus.py).
+follow those rules and are tested on a corpus of realistic lines (tests/corpus/test_redact_corpus.py).
 
 What is covered, in order (earlier rules first, so a marker names the most specific kind):
 
