@@ -9,9 +9,8 @@ from inspector.formats import load
 from inspector.tokens.accuracy import accuracy, worst_requests
 from inspector.tui import InspectorApp
 from inspector.tui.calibrate import CalibrateScreen
-
-from tests.conftest import corpus_file
 from tests.app.test_tui_findings import SIZE, settled
+from tests.conftest import corpus_file
 
 
 async def test_the_panel_lists_the_five_worst_requests_and_goes_to_one() -> None:

@@ -8,9 +8,8 @@ import pytest
 from inspector.formats import load
 from inspector.tui import InspectorApp
 from inspector.tui.widgets.sparkline import buckets
-
-from tests.conftest import corpus_file
 from tests.app.test_tui_app import SIZE, settle
+from tests.conftest import corpus_file
 
 
 @pytest.mark.slow

@@ -43,7 +43,6 @@ from inspector.tui.findings import FindingsScreen
 from inspector.tui.lab import LabScreen
 from inspector.tui.screens import HelpScreen, MessageScreen, PolicyScreen, PromptScreen
 from tests.conftest import settle as shared_settle
-
 from tests.support.hostile_sessions import (
     FILE_STEM,
     FORMATS,

@@ -20,7 +20,6 @@ from inspector.samples import sample_path
 from inspector.tui import InspectorApp
 from inspector.tui.app import MainScreen
 from inspector.tui.picker import HEADING_NONE, PickerScreen, ago, short_project
-
 from tests.app.test_tui_app import tiny_transcript
 
 SIZE = (160, 48)
@@ -293,7 +292,14 @@ def test_picker_snapshot(snap_compare: Any) -> None:
 
 @pytest.mark.slow
 async def test_each_session_of_an_opencode_database_is_a_row_that_opens_it(fake_home: Path) -> None:
-    from tests.support.opencode_sessions import NEWEST_FIRST, ORIGINAL, SECOND, SESSIONS, THIRD, three_session_db
+    from tests.support.opencode_sessions import (
+        NEWEST_FIRST,
+        ORIGINAL,
+        SECOND,
+        SESSIONS,
+        THIRD,
+        three_session_db,
+    )
 
     db = three_session_db(fake_home / "xdg" / "opencode")
     app = InspectorApp()

@@ -13,8 +13,8 @@ from inspector.tui.banner import sample_banner
 from inspector.tui.screens import MessageScreen
 from inspector.tui.widgets.keybar import KeyBar
 from inspector.tui.window import CompactionScreen, CompositionScreen
-from tests.conftest import FA812, corpus_file
 from tests.app.test_tui_app import SIZE, screen_text, settle
+from tests.conftest import FA812, corpus_file
 
 
 def pilot_transcript() -> Transcript:

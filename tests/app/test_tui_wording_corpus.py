@@ -26,9 +26,8 @@ from inspector.tui.messages import OpenProgress
 from inspector.tui.picker import PickerScreen
 from inspector.tui.widgets.gauge import numbers
 from inspector.tui.widgets.side import detail_text
-
-from tests.conftest import FA812, corpus_file
 from tests.app.test_tui_app import SIZE, screen_text, settle
+from tests.conftest import FA812, corpus_file
 
 CODEX = (
     "codex/agent-history-real-session-01.jsonl",  # 1 request

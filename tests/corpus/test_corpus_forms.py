@@ -22,7 +22,6 @@ from inspector.formats.detect import read_head
 from inspector.formats.generic import GenericChatFormat
 from inspector.model import EventKind
 from inspector.tokens.accuracy import accuracy
-
 from tests.conftest import CORPUS, FA812, corpus_file
 
 CONNER = "claude-code/conneroisu-b9712494.jsonl"

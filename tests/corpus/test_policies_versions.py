@@ -29,7 +29,6 @@ from inspector.replay import Replay
 from inspector.replay.fidelity import fidelity
 from inspector.shaping import CLAUDE_CODE, CODEX, OPENCODE, Microcompact, load_policy
 from inspector.tokens.harness import ESTIMATORS, estimator_for, harness_estimates
-
 from tests.conftest import CORPUS, corpus_file
 
 FACTS_PATH = CORPUS / "FACTS.json"

@@ -30,7 +30,6 @@ from inspector.formats import load
 from inspector.replay import Replay
 from inspector.report.export import FORMATS, export
 from inspector.report.redact import RULES, marker, redact, redact_cut, redact_value, secret_name
-
 from tests.support.redact_corpus import ORDINARY, SHAPES, Shape
 from tests.unit.test_hardening_inputs import (
     SESSION,

@@ -12,7 +12,6 @@ from inspector.formats import load
 from inspector.model import Role, SourceKind, ToolResultBlock
 from inspector.replay import Replay
 from inspector.tokens.tiktoken_estimator import TiktokenEstimator
-
 from tests.conftest import CORPUS, claude_code_corpus, corpus_file
 
 TASKS = {

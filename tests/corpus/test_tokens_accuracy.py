@@ -22,7 +22,6 @@ from inspector.tokens.accuracy import (
     request_kinds,
     worst_requests,
 )
-
 from tests.conftest import claude_code_corpus
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"

@@ -23,7 +23,6 @@ from inspector.model import (
 )
 from inspector.tokens import OVERHEAD_ID, HeuristicEstimator, calibrate, get_estimator
 from inspector.tokens.calibration import CLEARED_TEXT, MATURE, STRIDE, Calibration
-
 from tests.conftest import FA812, ROOT
 
 SKIP = "real transcript corpus not found beside the project (../shared/corpus); present in CI"

@@ -15,7 +15,6 @@ from inspector.formats.claude_code import ClaudeCodeReader
 from inspector.formats.claude_code.lines import decode_line
 from inspector.formats.claude_code.records import _Node
 from inspector.model import Transcript
-
 from tests.conftest import FA812, ROOT, claude_code_corpus
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from inspector.cli import main
-
 from tests.conftest import CORPUS, FA812, ROOT, corpus_file
 
 

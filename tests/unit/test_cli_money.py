@@ -22,7 +22,6 @@ from rich.console import Console
 
 from inspector.cli import main
 from inspector.formats import load
-
 from tests.conftest import ROOT, corpus_file
 
 FA812 = "claude-code/spotter-fa812bfe/fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl"

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from inspector.cli import QUICK_EXIT, main
-
 from tests.conftest import ROOT, python_lines
 
 SAMPLE = ROOT / "inspector" / "samples" / "long-session.jsonl"

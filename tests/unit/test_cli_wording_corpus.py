@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from inspector.cli import main
-
 from tests.conftest import corpus_file
 
 SHORT = "claude-code/spotter-short.jsonl"  # one request, one finding (pressure)

@@ -11,7 +11,6 @@ import pytest
 
 from inspector.formats import LoaderError
 from inspector.tui.live import open_transcript
-
 from tests.conftest import ROOT, python_lines, real_transcripts
 
 

@@ -15,7 +15,6 @@ from inspector.replay import Replay, ReplayError
 from inspector.report.export import FORMATS, ExportError, export, ledger_table, md
 from inspector.report.redact import redact, redact_value
 from inspector.report.summary import Report, replay_report
-
 from tests.unit.test_hardening_inputs import SESSION, cc_assistant, cc_user, cc_valid, jsonl
 
 # -- redaction ------------------------------------------------------------------------------------

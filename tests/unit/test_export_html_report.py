@@ -18,7 +18,6 @@ from inspector.replay import Replay
 from inspector.report import html_page
 from inspector.report.export import export
 from inspector.report.summary import replay_report
-
 from tests.conftest import corpus_file
 from tests.unit.test_export import SECRETS
 from tests.unit.test_hardening_inputs import cc_assistant, cc_user, jsonl

@@ -15,7 +15,6 @@ import pytest
 
 from inspector.cli import main
 from inspector.samples import OPENCOLLAB_RUN_DIR as RUN_DIR
-
 from tests.unit.test_hardening_readonly import (
     Snapshot,
     chat_file,

@@ -50,7 +50,6 @@ from inspector.shaping import (
     Sizer,
     memo,
 )
-
 from tests.conftest import claude_code_corpus, corpus_file
 
 EAGER = Policy(

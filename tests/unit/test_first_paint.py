@@ -13,7 +13,6 @@ import pytest
 from inspector.cli import main
 from inspector.formats import cache, load
 from inspector.model import Transcript
-
 from tests.conftest import ROOT
 
 SAMPLE = ROOT / "inspector" / "samples" / "long-session.jsonl"

@@ -10,7 +10,6 @@ import pytest
 from inspector.formats import LoaderError, load
 from inspector.formats.claude_code import ClaudeCodeReader
 from inspector.model import EventKind, Role, SourceKind, ToolCallBlock, ToolResultBlock
-
 from tests.conftest import CORPUS, FA812, claude_code_corpus, corpus_file
 
 

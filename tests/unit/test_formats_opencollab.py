@@ -25,10 +25,9 @@ from inspector.formats.opencollab import (
 )
 from inspector.model import EventKind, Message, Role, SourceKind, ToolCallBlock, ToolResultBlock, Usage
 from inspector.tokens.harness import harness_tokens, opencollab_message_tokens, opencollab_text_tokens
+from tests.conftest import CORPUS_DATA
 from tools.samples import opencollab as sample
 from tools.samples.opencollab import RUN_DIR, build_run, generate_run, write_final_snapshot
-
-from tests.conftest import CORPUS_DATA
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"

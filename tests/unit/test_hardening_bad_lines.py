@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from inspector.formats import load
-
 from tests.conftest import CORPUS, corpus_file
 
 NEW_UUID = "0badbad0-1111-4222-8333-444455556666"

@@ -43,7 +43,7 @@ from inspector.replay import Replay
 from inspector.report.export import FORMATS, export
 from inspector.report.summary import replay_report
 from inspector.shaping import unpaired
-
+from tests.support.typed import untyped
 from tests.unit.test_hardening_inputs import (
     DEEP,
     NEAR,
@@ -55,7 +55,6 @@ from tests.unit.test_hardening_inputs import (
     write_storage,
 )
 from tests.unit.test_shaping_properties import ledgers
-from tests.support.typed import untyped
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 

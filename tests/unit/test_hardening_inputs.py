@@ -34,7 +34,6 @@ from inspector.formats.base import MAX_DEPTH, LineSplitter, Overlong
 from inspector.model import Transcript
 from inspector.replay import Replay
 from inspector.report.export import export
-
 from tests.support.typed import untyped
 
 # -- valid transcripts of every format, as records ---------------------------------------------

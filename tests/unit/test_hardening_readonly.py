@@ -31,7 +31,6 @@ import inspector.formats.claude_code as claude_code
 from inspector.formats import detect, load
 from inspector.replay import Replay
 from inspector.report.export import FORMATS, export
-
 from tests.unit.test_hardening_inputs import (
     SESSION,
     cc_assistant,

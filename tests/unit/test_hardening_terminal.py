@@ -23,7 +23,6 @@ from inspector.replay import Replay
 from inspector.report.export import export, md
 from inspector.report.render import print_report
 from inspector.report.summary import replay_report
-
 from tests.unit.test_hardening_inputs import SESSION, cc_assistant, cc_user, jsonl
 
 CSI = "\x1b[31m"

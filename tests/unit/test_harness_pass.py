@@ -40,7 +40,6 @@ from inspector.tokens.harness import (
     harness_estimates,
     segment_end_estimates,
 )
-
 from tests.conftest import ROOT, real_transcripts
 
 # --- the plain algorithm, written out the slow way: the oracle ---------------------------------------

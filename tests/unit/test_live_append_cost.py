@@ -11,7 +11,6 @@ import inspector.model.cost as cost
 from inspector.formats import load
 from inspector.formats.cache import decode, encode
 from inspector.model import Transcript
-
 from tests.conftest import ROOT
 
 SAMPLE = ROOT / "inspector" / "samples" / "long-session.jsonl"

@@ -14,7 +14,6 @@ import pytest
 
 from inspector.live import SessionInfo, discover, sessions_table
 from inspector.live import discovery as disc
-
 from tests.conftest import corpus_file
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -509,7 +508,6 @@ def test_the_sessions_command_lists_each_session_of_a_database(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from inspector.cli import main
-
     from tests.support.opencode_sessions import NEWEST_FIRST, three_session_db
 
     db = three_session_db(tmp_path / "xdg" / "opencode")

@@ -13,7 +13,6 @@ import pytest
 from inspector.cli import main
 from inspector.formats import load
 from inspector.live import discovery as disc
-
 from tests.conftest import CORPUS, corpus_file
 
 

@@ -24,7 +24,6 @@ from inspector.live import (
     reader_factory_for,
 )
 from inspector.model import Transcript
-
 from tests.conftest import CORPUS, FA812, corpus_file
 
 

@@ -10,7 +10,6 @@ import pytest
 
 from inspector.formats.claude_code import ClaudeCodeReader
 from inspector.replay import Replay
-
 from tests.conftest import ROOT, claude_code_corpus
 
 

@@ -23,7 +23,6 @@ from inspector.model import (
     ToolResultBlock,
     Transcript,
 )
-
 from tests.conftest import real_transcripts
 from tests.support.typed import MADE_BY_HELPERS, MessageExtras, untyped
 

@@ -40,7 +40,6 @@ from inspector.tokens.harness import (
     harness_estimates,
     segment_end_estimates,
 )
-
 from tests.support.typed import MessageExtras
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"

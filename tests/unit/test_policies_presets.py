@@ -61,6 +61,7 @@ from inspector.shaping.opencode import token_estimate
 from inspector.shaping.pinning import FLOOR
 from inspector.tokens import HeuristicEstimator
 from inspector.tokens.harness import ESTIMATORS, harness_window
+from tests.support.typed import MessageExtras
 from tests.unit.test_shaping_properties import (
     SETTINGS,
     WINDOWS,
@@ -72,7 +73,6 @@ from tests.unit.test_shaping_properties import (
     ledgers,
     total,
 )
-from tests.support.typed import MessageExtras
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 EST = HeuristicEstimator()

@@ -13,7 +13,6 @@ import pytest
 from inspector.formats.base import Pairing, pairing_issues
 from inspector.formats.claude_code import ClaudeCodeReader
 from inspector.model import Message, Origin, Role, TextBlock, ToolCallBlock, ToolResultBlock, Transcript
-
 from tests.conftest import ROOT, claude_code_corpus
 
 SAMPLES = [ROOT / "inspector" / "samples" / "long-session.jsonl", ROOT / "inspector" / "samples" / "short-session.jsonl"]

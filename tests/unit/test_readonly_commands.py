@@ -33,7 +33,6 @@ from inspector.cli import main
 from inspector.formats import load
 from inspector.live.discovery import discover
 from inspector.samples import OPENCOLLAB_RUN_DIR as RUN_DIR
-
 from tests.unit.test_hardening_readonly import TRANSCRIPTS
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
@@ -283,7 +282,6 @@ async def test_the_picker_opens_every_session_and_leaves_it_as_it_was(
     from inspector.tui import InspectorApp
     from inspector.tui.app import MainScreen
     from inspector.tui.picker import PickerScreen
-
     from tests.app.test_tui_picker import SIZE, counter, loaded, option_ids, wait_until
 
     if corpus and not OPENCODE_SQL.is_file():
@@ -318,7 +316,6 @@ async def test_the_app_leaves_a_read_only_input_as_it_was(
 ) -> None:
     from inspector.tui import InspectorApp
     from inspector.tui.live import open_transcript
-
     from tests.app.test_tui_picker import SIZE, counter, wait_until
 
     inputs = tmp_path / "inputs"

@@ -29,7 +29,6 @@ from inspector.tokens.calibration import (
 from inspector.tokens.calibration.features import _ascii_call, _parts
 from inspector.tokens.calibration.priors import _SQRT_2PI, _clamp
 from inspector.tokens.harness import harness_estimates, harness_tokens, segment_end_estimates
-
 from tests.conftest import FA812, real_transcripts
 from tests.unit.test_calibration_model import long_session
 from tests.unit.test_harness_pass import ARGUMENTS

@@ -31,7 +31,6 @@ from inspector.report.summary import (
     role_counts,
     tool_counts,
 )
-
 from tests.conftest import real_transcripts
 
 

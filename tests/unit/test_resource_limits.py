@@ -35,7 +35,6 @@ from inspector.model import LoadIssue
 from inspector.replay import Replay
 from inspector.report.summary import load_issues_title, replay_report
 from inspector.samples import OPENCOLLAB_RUN_DIR as RUN_DIR
-
 from tests.unit.test_hardening_inputs import (
     T0,
     cc_assistant,
@@ -316,7 +315,6 @@ def test_a_followed_database_replaced_by_a_fifo_is_missing(tmp_path: Path) -> No
 async def test_the_app_quits_on_q_when_its_followed_file_became_a_fifo(tmp_path: Path) -> None:
     from inspector.tui import InspectorApp
     from inspector.tui.live import open_transcript
-
     from tests.app.test_tui_picker import SIZE, counter, wait_until
 
     path = write(tmp_path / "session.jsonl", jsonl(cc_valid()))

@@ -24,7 +24,6 @@ from inspector.replay import Replay
 from inspector.report.summary import replay_report
 from inspector.shaping import PRESETS
 from inspector.tui.lab import policy_toml
-
 from tests.conftest import CORPUS, ROOT, real_transcripts
 
 SCHEMAS = ROOT / "schemas"

@@ -17,7 +17,6 @@ from inspector.cli import main
 from inspector.formats import LoaderError, load
 from inspector.formats.choice import folder_sessions, match_session
 from inspector.model import Transcript
-
 from tests.conftest import corpus_file
 from tests.support.opencode_sessions import NEWEST_FIRST, ORIGINAL, SECOND, SESSIONS, THIRD, three_session_db
 

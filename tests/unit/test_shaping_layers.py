@@ -42,7 +42,6 @@ from inspector.shaping import (
 from inspector.shaping.tool_budget import fitted_head, marker
 from inspector.shaping.tools import DEFAULT_COMPACTABLE_TOOLS, canonical_set
 from inspector.tokens import HeuristicEstimator
-
 from tests.support.typed import MessageExtras
 
 EST = HeuristicEstimator()

@@ -17,7 +17,6 @@ from inspector.replay.composition import CLAUDE_CODE_SYSTEM_PROMPT, composition,
 from inspector.shaping.policy import CLAUDE_CODE, CODEX, OPENCODE, OPENCOLLAB, pin_reason, preset, protections
 from inspector.tokens.calibration import OVERHEAD_ID
 from inspector.tokens.tiktoken_estimator import TiktokenEstimator
-
 from tests.conftest import CORPUS, claude_code_corpus, corpus_file
 
 # -- the fixed overhead --------------------------------------------------------------------------

@@ -28,7 +28,6 @@ from inspector.model import (
 )
 from inspector.tokens import OVERHEAD_ID, HeuristicEstimator, calibrate, get_estimator, overhead_message
 from inspector.tokens.calibration import CLEARED_TEXT, apportion
-
 from tests.conftest import claude_code_corpus
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"

@@ -16,7 +16,6 @@ from inspector.cli import main
 from inspector.formats import cache, load
 from inspector.model import MediaBlock, Message, Role, TextBlock, Transcript
 from inspector.model.cost import PriceTable
-
 from tests.conftest import FA812, ROOT
 
 SAMPLE = ROOT / "inspector" / "samples" / "long-session.jsonl"
