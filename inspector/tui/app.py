@@ -91,7 +91,7 @@ from inspector.tui.viewmodel import (
     tokens,
 )
 from inspector.tui.widgets.columns import LedgerColumns
-from inspector.tui.widgets.gauge import PressureGauge, when
+from inspector.tui.widgets.gauge import PressureGauge, numbers, when
 from inspector.tui.widgets.keybar import KeyBar
 from inspector.tui.widgets.side import MessageDetail, PinnedSources
 from inspector.tui.widgets.sparkline import ContextSparkline, legend
@@ -864,6 +864,9 @@ class MainScreen(Screen[None]):
         said = when(view)  # the request's time, the gap since the one before, its model
         if said:
             parts.append(said)
+        priced = view.cost.startswith("cost ")  # not "no price for MODEL" (the first line's words)
+        if priced and view.cost not in numbers(view, self.gauge.content_region.width or 1_000):
+            parts.append(view.cost)  # the gauge's first line had no room left for the money
         if self.following and self.follower is None:
             parts.append("● following newest")
         event = view.compaction_before

@@ -250,3 +250,20 @@ async def test_the_calibrate_panel_counts_one_request_predicted_in_the_singular(
         lines = str(summary.render()).splitlines()
         assert len(lines) == 4 and all(x.endswith(" · 1 request predicted") for x in lines), lines
         assert "requests" not in str(summary.render())
+
+
+async def test_the_money_is_on_screen_where_the_gauge_line_has_no_room_for_it() -> None:
+    """At 160x48 fa812bfe's first gauge line fills the gauge without the cost: the money moves to
+    the gauge's bottom line, after the time and the model, and is said once."""
+    transcript = load(corpus_file(FA812_NAME))
+    app = InspectorApp(transcript)
+    async with app.run_test(size=SIZE) as pilot:
+        main = await settle(pilot, 157)
+        view = main.view
+        assert view is not None and view.cost.startswith("cost $") and view.cost.endswith(" so far")
+        first = numbers(view, main.gauge.content_region.width)
+        assert "cost" not in first  # no room on the first line
+        subtitle = str(main.gauge.border_subtitle)
+        assert view.cost in subtitle and subtitle.count("cost $") == 1
+        assert subtitle.index("claude-opus-4-6") < subtitle.index(view.cost)
+        assert "cost $" in screen_text(app)
