@@ -22,7 +22,7 @@ from functools import cache
 from msgspec import Struct
 
 from inspector.findings.checks import call_text
-from inspector.findings.overflow import overflow_incidents, request_sizer
+from inspector.findings.overflow import overflow_incidents
 from inspector.formats import load
 from inspector.model import Message, SourceKind, Transcript
 from inspector.replay import Replay, ReplayError
@@ -336,7 +336,7 @@ def _stops_overflow(replay: Replay, _: Replay | None) -> list[Stop]:
     limit = rec.limit or 0
     calm = replay.step(k).result
     paste = next(m for m in reversed(rec.view) if m.is_human)
-    paste_tokens = request_sizer(replay, rec.request).message(paste)
+    paste_tokens = replay.sizer(rec.request).message(paste)
     call = call_text(k)
     out = [
         _stop(

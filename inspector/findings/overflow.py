@@ -24,7 +24,6 @@ from inspector.model import SEGMENT_EVENTS, Message, RecordedEvent
 from inspector.replay import Replay
 from inspector.shaping import ShapeResult, group_spans
 from inspector.shaping.pinning import Pins
-from inspector.tokens.calibration import CalibratedEstimator
 
 from .checks import api_errors, call_text, is_overflow_error
 
@@ -34,7 +33,6 @@ __all__ = [
     "call_ledger",
     "overflow_incidents",
     "overflow_recovery",
-    "request_sizer",
 ]
 
 
@@ -102,11 +100,6 @@ class OverflowIncident(Struct, frozen=True, kw_only=True):
     """Why the run stopped, or how it recovered, in one sentence with the numbers."""
 
 
-def request_sizer(replay: Replay, k: int) -> CalibratedEstimator:
-    """The calibrated weights of request `k` of the replay."""
-    return CalibratedEstimator(replay.calibration, k, replay.estimator)
-
-
 def fired(result: ShapeResult) -> list[str]:
     return list(result.fired)
 
@@ -135,7 +128,7 @@ def overflow_recovery(
     forced estimate is at most the window (unknown window: at most the trigger).
     """
     step = replay.step(k)
-    sizer = request_sizer(replay, k)
+    sizer = replay.sizer(k)
     messages = replay.transcript.messages
     if ledger is None or [m.id for m in ledger] == [m.id for m in step.ledger]:
         ledger, normal = step.ledger, step.result

@@ -256,6 +256,11 @@ class Replay:
             raise ReplayError(f"request {k} does not exist: this transcript has requests 1 to {n}")
         return k
 
+    def sizer(self, k: int) -> CalibratedEstimator:
+        """Request `k`'s calibrated weights, for messages as they were written (a ledger the replay
+        did not make itself: a rejected call's, a persisted run's, a view to weigh again)."""
+        return CalibratedEstimator(self.calibration, k, self.estimator)
+
     def step(self, k: int) -> Step:
         """Request `k` (1-based), shaped; cached."""
         self._check(k)

@@ -122,7 +122,7 @@ def _sizes(replay: Replay, step: Step) -> list[int]:
             out.append(w)
             continue
         if sizer is None:
-            sizer = CalibratedEstimator(replay.calibration, step.index, replay.estimator)
+            sizer = replay.sizer(step.index)
         out.append(sizer.message(m))
     return out
 

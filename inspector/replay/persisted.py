@@ -14,7 +14,6 @@ from msgspec import Struct
 
 from inspector.model import Message
 from inspector.shaping import Action
-from inspector.tokens.calibration import CalibratedEstimator
 
 from . import Replay
 
@@ -85,7 +84,7 @@ def persisted_run(replay: Replay) -> PersistedRun:
             base = ledger
         else:
             base = state + ledger[1 + previous.ledger_len :]
-        result = pipeline.run(base, budget, CalibratedEstimator(replay.calibration, k, replay.estimator))
+        result = pipeline.run(base, budget, replay.sizer(k))
         state = result.final
         previous = request
         folded = any(d.action in _FOLDS for layer in result.layers for d in layer.decisions)

@@ -76,18 +76,17 @@ def _offenders(package_root: Path, held: tuple[str, ...]) -> list[str]:
         p.relative_to(package_root): ast.parse(p.read_text(encoding="utf-8"), filename=str(p))
         for p in sorted(package_root.rglob("*.py"))
     }
-    private_of: dict[str, set[str]] = {h: set() for h in held}
+    defined = {rel: _defined(tree) for rel, tree in trees.items()}
     defined_in: dict[str, set[str]] = {}
-    for rel, tree in trees.items():
-        defined_in.setdefault(_package_of(rel), set()).update(_defined(tree))
-        if _package_of(rel) in private_of:
-            private_of[_package_of(rel)] |= _defined(tree)
+    for rel, names in defined.items():
+        defined_in.setdefault(_package_of(rel), set()).update(names)
+    private_of = {h: defined_in.get(h, set()) for h in held}
     out: list[str] = []
     for rel, tree in trees.items():
         path = rel.as_posix()
         allowed = next((names for prefix, names in NOT_YET.items() if path.startswith(prefix)), frozenset())
         # its own package's members on another instance are its own (`self.cal._parts` in tokens)
-        own = _defined(tree) | defined_in[_package_of(rel)]
+        own = defined_in[_package_of(rel)]  # the module's own names are among its package's
         for h, names in private_of.items():
             if h == _package_of(rel):
                 continue
