@@ -60,21 +60,22 @@ class Settings(Struct, frozen=True, kw_only=True):
 DEFAULT = Settings()
 
 
-def _xdg_home(variable: str, default: str, env: Mapping[str, str]) -> Path:
+def xdg_home(variable: str, default: str, env: Mapping[str, str], home: Path | None = None) -> Path:
     """`$variable` when set and absolute (the XDG spec says a relative one is ignored), else
-    `~/default` (`$HOME` when set)."""
+    `home/default` (`home` when given, else `$HOME` when set, else the user's home)."""
     value = env.get(variable, "")
     if value and os.path.isabs(value):
         return Path(value)
-    home = env.get("HOME")
-    return (Path(home) if home else Path.home()) / default
+    if home is None:
+        home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    return home / default
 
 
 def settings_path(env: Mapping[str, str] | None = None) -> Path:
     """Where the settings file is: `$XDG_CONFIG_HOME` (when set and absolute, as the XDG spec
     says) or `~/.config`, then `context-inspector/settings.toml`."""
     env = os.environ if env is None else env
-    return _xdg_home("XDG_CONFIG_HOME", ".config", env) / "context-inspector" / "settings.toml"
+    return xdg_home("XDG_CONFIG_HOME", ".config", env) / "context-inspector" / "settings.toml"
 
 
 def cache_folder(env: Mapping[str, str] | None = None) -> Path:
@@ -82,7 +83,7 @@ def cache_folder(env: Mapping[str, str] | None = None) -> Path:
     then `context-inspector` (the loaded transcripts, the prices looked up). Never beside a
     transcript."""
     env = os.environ if env is None else env
-    return _xdg_home("XDG_CACHE_HOME", ".cache", env) / "context-inspector"
+    return xdg_home("XDG_CACHE_HOME", ".cache", env) / "context-inspector"
 
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:

@@ -37,6 +37,7 @@ from msgspec import Struct
 
 from inspector.formats.base import LoaderError, open_regular
 from inspector.harnesses import HARNESSES, HarnessId, resolve
+from inspector.settings import xdg_home
 
 Harness = HarnessId
 
@@ -711,10 +712,7 @@ def _codex_session(path: Path, st: os.stat_result, now: datetime) -> SessionInfo
 
 # -- opencode ------------------------------------------------------------------------------------
 def opencode_sessions(env: Mapping[str, str], cwd: Path, home: Path, now: datetime) -> Iterator[SessionInfo]:
-    data_home = (
-        Path(env["XDG_DATA_HOME"]).expanduser() if env.get("XDG_DATA_HOME") else home / ".local" / "share"
-    )
-    root = data_home / "opencode"
+    root = xdg_home("XDG_DATA_HOME", ".local/share", env, home) / "opencode"
     for path, st in _files(root, ".db"):
         if path.name.startswith("opencode"):
             yield from _opencode_db(path, st, now)

@@ -325,6 +325,19 @@ def test_environment_overrides_replace_the_home_locations(world: dict[str, Path]
     assert (first.path, first.title, first.requests, first.project) == (cc, "override prompt", 2, "/x")
 
 
+def test_a_relative_xdg_data_home_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The XDG spec: a relative `XDG_DATA_HOME` is ignored, so opencode is looked for under
+    `~/.local/share`, not under a folder relative to wherever the command runs."""
+    home = tmp_path / "home"
+    (home / ".local" / "share" / "opencode").mkdir(parents=True)
+    _make_opencode_db(home / ".local" / "share" / "opencode" / "opencode.db")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "rel" / "opencode").mkdir(parents=True)
+    _make_opencode_db(tmp_path / "rel" / "opencode" / "opencode.db")
+    rows = discover(env={"XDG_DATA_HOME": "rel"}, cwd=tmp_path / "nowhere", home=home, now=NOW)
+    assert {r.path for r in rows if r.harness == "opencode"} == {home / ".local" / "share" / "opencode" / "opencode.db"}
+
+
 def test_home_comes_from_the_environment_when_not_given(world: dict[str, Path]) -> None:
     rows = discover(env={"HOME": str(world["home"])}, cwd=world["work"], now=NOW)
     assert len(rows) == 8
