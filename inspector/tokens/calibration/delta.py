@@ -363,7 +363,7 @@ class _DeltaRun:
                         self.think[mid] = pm.think
                         if pm.known:
                             self.think_known.add(mid)
-                    if _SHELL_FEATURES.intersection(p.x):
+                    if not _SHELL_FEATURES.isdisjoint(p.x):
                         self.shells.see(m)
                 self.total = total
                 if self.shells.live:
