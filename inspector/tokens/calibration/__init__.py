@@ -124,7 +124,14 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   (kesslerio 0.713 -> 0.547, fasthooks 0.601 -> 0.520, but pooknast 0.752 -> 0.978); from (0.6,
   0.1) 0.659%; so not kept. Images (thomasjmcgovern request 51: a 95,634-byte PNG cost ~1,740 tokens
   against the `media` prior's 800): the only file with images (two), and the model holds their
-  bytes' size, not their dimensions, so not modelled.
+  bytes' size, not their dimensions, so not modelled. A tool result's ratio starting below 1
+  (pooled over the corpus's large results the heuristic stands at ~0.89; patternstack requests 7
+  and 27-29 over-predict its first Read and context7 results by 12-25%): `tool_result` from 0.95
+  took patternstack 0.618% -> 0.461% but chiphuyen 0.602% -> 1.119% (summary 0.626% -> 0.695%),
+  from 0.9 the summary went to 0.753%; so not kept. Stale outputs on reasoning, checked again on
+  the requests after a response with reasoning: the error does not grow with the reasoning's size
+  (correlation 0.02 on thomasjmcgovern's 63 stale ones, 0.17 on lroystack's 55, with the sign
+  opposite to an under-sized reasoning).
 
 The package's modules, each a step further from the transcript:
 
