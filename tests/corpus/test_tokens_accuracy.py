@@ -273,6 +273,25 @@ def test_the_long_session_sample_keeps_its_reasoning_at_a_turn_boundary() -> Non
     assert rep.modes["delta"].p95_pct is not None and rep.modes["delta"].p95_pct < 0.2
 
 
+@pytest.mark.parametrize("estimator", ["heuristic", "tiktoken"])
+def test_running_background_shells_are_priced(estimator: str) -> None:
+    """thomasjmcgovern-fb36f7a7 leaves one to five background shells running from request 99 on;
+    Claude Code sends a reminder for each with every request. Unmodelled, the 49 requests from 100
+    on were predicted a median 382 (cl100k: 399) tokens short and the file's p95 was 0.535%
+    (0.587%)."""
+    import statistics
+
+    path = CORPUS / "claude-code" / "thomasjmcgovern-fb36f7a7.jsonl"
+    if not path.exists():
+        pytest.skip(SKIP)
+    rep = accuracy(load(path), estimator)
+    late = [r.predicted["delta"] - r.reported for r in rep.requests if r.request >= 100 and r.after is None]
+    assert len(late) == 49
+    assert abs(statistics.median(late)) < 100, late
+    p95 = rep.modes["delta"].p95_pct
+    assert p95 is not None and p95 < 0.5
+
+
 def test_worst_requests_name_what_was_added_before_each() -> None:
     path = CORPUS / "claude-code" / "pooknast-da0d9633.jsonl"
     if not path.exists():

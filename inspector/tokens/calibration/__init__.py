@@ -88,6 +88,16 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
 - ExitPlanMode with a `planFilePath` (Claude Code 2.1): its plan argument is not billed
   (`billed_call`, pooknast-da0d9633 request 19). Claude Code 2.0 writes the plan as the model's
   own argument and it is billed (thomasjmcgovern-fb36f7a7, 8 calls).
+- Background shells (a Bash call with `run_in_background`): Claude Code sends a reminder for each
+  one still running with every request, and the file holds none (`requests.BackgroundShells`
+  follows them: started by the result naming the shell's id, ended by KillShell/KillBash or a
+  BashOutput status other than running). Each request's last new message carries the reminders,
+  rebuilt from the shells' ids and commands (`SHELL_REMINDER`, sized as text) plus `bg_shell` per
+  shell, learned per session (thomasjmcgovern-fb36f7a7 learns ~63). Evidence: thomasjmcgovern
+  leaves one to five shells running from request 99 on; the 49 requests from 100 on were predicted
+  a median 382 tokens short (cl100k 399), growing with the shells (about -230 with one, -700 with
+  five), now 47 (55); the file's p95 0.535% -> 0.458% (cl100k 0.587% -> 0.411%), median 0.188% ->
+  0.105%; no other judged file has a background shell (figures unchanged).
 - Not learned from: a request on another model than the one before (`model_switched`:
   patternstack request 70) or whose cached prefix changed (`prefix_changed`: patternstack request
   25, after `/mcp`). `accuracy()` scores them apart, with the first request after a compaction and
@@ -107,7 +117,21 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   loaded schemas (pooknast, 275-1,170 tokens by the tool it loads): a wider `results:ToolSearch`
   prior made pooknast's p95 worse (0.75% -> 1.03%). Bounding what a turn boundary took off by
   where the report's cache read stopped: thomasjmcgovern 0.535% -> 0.533%, fasthooks (tiktoken)
-  0.623% -> 0.628%, so not kept.
+  0.623% -> 0.628%, so not kept. The digits of a tool result as a feature of their own (Claude's
+  tokenizer splits numbers finer than characters/3 says; pooled over the corpus's large results a
+  digit costs ~0.7 token more): learned per session from (0, 0.3) the summary p95 went 0.626% ->
+  0.664% (thomasjmcgovern 0.535 -> 0.609, lroystack 0.633 -> 0.865); from (0.3, 0.05) 0.637%
+  (kesslerio 0.713 -> 0.547, fasthooks 0.601 -> 0.520, but pooknast 0.752 -> 0.978); from (0.6,
+  0.1) 0.659%; so not kept. Images (thomasjmcgovern request 51: a 95,634-byte PNG cost ~1,740 tokens
+  against the `media` prior's 800): the only file with images (two), and the model holds their
+  bytes' size, not their dimensions, so not modelled. A tool result's ratio starting below 1
+  (pooled over the corpus's large results the heuristic stands at ~0.89; patternstack requests 7
+  and 27-29 over-predict its first Read and context7 results by 12-25%): `tool_result` from 0.95
+  took patternstack 0.618% -> 0.461% but chiphuyen 0.602% -> 1.119% (summary 0.626% -> 0.695%),
+  from 0.9 the summary went to 0.753%; so not kept. Stale outputs on reasoning, checked again on
+  the requests after a response with reasoning: the error does not grow with the reasoning's size
+  (correlation 0.02 on thomasjmcgovern's 63 stale ones, 0.17 on lroystack's 55, with the sign
+  opposite to an under-sized reasoning).
 
 The package's modules, each a step further from the transcript:
 

@@ -8,17 +8,22 @@ from typing import TYPE_CHECKING
 
 from msgspec.structs import replace
 
-from inspector.model import Message, RecordedEvent, ToolResultBlock, Transcript
+from inspector.model import Message, RecordedEvent, Role, ToolResultBlock, Transcript
 
 from .cost_model import Coefficients, CostModel
 from .features import _FINAL_X, CLEARED_TEXT, OVERHEAD_ID, Features, _add, _parts
 from .priors import CHOSEN_ON, STRIP_PRIOR, WIDE, keeps_reasoning, prior_ratio
-from .requests import _micro_events, _outputs, model_switched, prefix_changed
+from .requests import BackgroundShells, _micro_events, _outputs, model_switched, prefix_changed
 from .weights import apportion
 
 if TYPE_CHECKING:
     from .core import Calibration
 
+
+_SHELL_FEATURES = frozenset(
+    {"out_calls", "results:Bash", "results:BashOutput", "results:KillShell", "results:KillBash"}
+)
+"""A message with one of these features may start or end a background shell (`BackgroundShells`)."""
 
 FINAL_FRACTION = 0.5
 """A response's reported output is trusted when it reaches this share of its predicted output."""
@@ -152,6 +157,8 @@ class _DeltaRun:
         self.state = _RunState()
         self.micro: tuple[Transcript, list[RecordedEvent]] | None = None
         """The transcript the recorded clearings were read from, and them (`_micro_events`)."""
+        self.shells = BackgroundShells()
+        """The background shells running so far (their reminders go with each request)."""
 
     # -- the model's view of one message ---------------------------------------------------
 
@@ -192,6 +199,23 @@ class _DeltaRun:
             if out and think > out and out >= FINAL_FRACTION * think:
                 think = float(out)  # reasoning never costs more than the output that produced it
         return _Pending(m, cost, 0.0, x, think)
+
+    def _remind(self, last: Message, pending: dict[str, _Pending]) -> None:
+        """Add the running background shells' reminders (`BackgroundShells`) to what `last`, the
+        request's last new message, costs: the harness sends them with it, the file does not
+        hold them. Sized as text plus `bg_shell` per shell (learned per session)."""
+        pm = pending.get(last.id)
+        if pm is None or last.role is Role.ASSISTANT:
+            return
+        reminders = self.shells.reminders()
+        text = self.cal.estimator.text
+        extra: Features = {"text": float(sum(text(r) for r in reminders)), "bg_shell": float(len(reminders))}
+        x = dict(pm.x)
+        for name, v in extra.items():
+            _add(x, name, v)
+        pm.x = x
+        pm.cost += self.model.predict(extra)
+        self._put(last.id, round(pm.cost))
 
     def _cleared_x(self, m: Message) -> Features:
         """The features of `m` with its cleared results replaced by the placeholder."""
@@ -339,7 +363,11 @@ class _DeltaRun:
                         self.think[mid] = pm.think
                         if pm.known:
                             self.think_known.add(mid)
+                    if not _SHELL_FEATURES.isdisjoint(p.x):
+                        self.shells.see(m)
                 self.total = total
+                if self.shells.live:
+                    self._remind(added[-1], pending)
                 if human is not None:
                     human_at = pos[human]
             if human_at > 0 and self.think:
@@ -454,6 +482,7 @@ class _DeltaRun:
         run.snapshot = self.snapshot  # frozen: shared
         run.snapshot_n = self.snapshot_n
         run.micro = None  # (another transcript: read again)
+        run.shells = self.shells.copy()
         st = self.state
         run.state = _RunState(
             mi=st.mi,

@@ -45,6 +45,7 @@ PRIORS: dict[str, tuple[float, float]] = {
     "tool_result_lines": (0.0, 0.25),
     "tool_call_chars": (0.0, 0.02),
     "tool_call_lines": (0.0, 0.75),
+    "bg_shell": (0.0, 50.0),  # per running background shell, beyond its reminder's text
 }
 """Before any report: ratios of 1 to the base estimate, a few tokens of framing, images ~800."""
 TOOL_RATIO_PRIOR = (0.0, 0.05)

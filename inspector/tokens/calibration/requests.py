@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from inspector.model import EventKind, RecordedEvent, Request, Transcript
+from inspector.model import (
+    EventKind,
+    Message,
+    RecordedEvent,
+    Request,
+    ToolCallBlock,
+    ToolResultBlock,
+    Transcript,
+)
 
 CACHE_LIFE_S = 300.0
 """Anthropic's prompt cache keeps a prefix 5 minutes after its last use (the provider's default)."""
@@ -66,3 +74,70 @@ def _micro_events(transcript: Transcript) -> list[RecordedEvent]:
         ),
         key=lambda e: e.after_request,
     )
+
+
+SHELL_REMINDER = (
+    "<system-reminder>\nBackground Bash {id} (command: {command}) (status: running) Has new output"
+    " available. You can check its output using the BashOutput tool.\n</system-reminder>"
+)
+"""What Claude Code (2.0) sends with each request about a background shell still running (the
+transcript does not hold it): the text is rebuilt for its size, the cost model's `bg_shell`
+coefficient learns what it misses."""
+_BACKGROUND_ID = "Command running in background with ID: "
+_SHELL_TOOLS = frozenset({"Bash", "BashOutput", "KillShell", "KillBash"})
+
+
+class BackgroundShells:
+    """The background shells (a Bash call with `run_in_background`) still running at a point of the
+    ledger, read from the messages in order: a shell starts with the result `Command running in
+    background with ID: <id>` and ends with a KillShell/KillBash call naming it or a BashOutput
+    result whose status is no longer `running`. Evidence: thomasjmcgovern-fb36f7a7 (Claude Code
+    2.0.22) leaves one to five shells running from request 99 on, and every request after is
+    under-predicted by about 100 tokens a live shell (see the package docstring)."""
+
+    __slots__ = ("calls", "live")
+
+    def __init__(self) -> None:
+        self.calls: dict[str, tuple[str, str]] = {}
+        """Tool call id -> (tool name, the shell id or command it names), for the shell tools."""
+        self.live: dict[str, str] = {}
+        """Shell id -> its command, in the order they started."""
+
+    def copy(self) -> BackgroundShells:
+        out = BackgroundShells()
+        out.calls = dict(self.calls)
+        out.live = dict(self.live)
+        return out
+
+    def see(self, message: Message) -> None:
+        """Follow `message` (a response's shell calls, the shell tools' results)."""
+        for b in message.blocks:
+            if isinstance(b, ToolCallBlock):
+                if b.name not in _SHELL_TOOLS or type(b.arguments) is not dict:
+                    continue
+                args = b.arguments
+                if b.name == "Bash":
+                    if args.get("run_in_background") is True:
+                        self.calls[b.id] = ("Bash", str(args.get("command", "")))
+                else:
+                    self.calls[b.id] = (b.name, str(args.get("shell_id") or args.get("bash_id") or ""))
+            elif isinstance(b, ToolResultBlock):
+                call = self.calls.pop(b.call_id, None)
+                if call is None:
+                    continue
+                name, arg = call
+                content = b.content
+                if name == "Bash":
+                    sid = (
+                        content[len(_BACKGROUND_ID) :].split()[:1]
+                        if content.startswith(_BACKGROUND_ID)
+                        else []
+                    )
+                    if sid:
+                        self.live[sid[0]] = arg
+                elif name != "BashOutput" or not content.startswith("<status>running</status>"):
+                    self.live.pop(arg, None)  # killed, or done
+
+    def reminders(self) -> list[str]:
+        """The reminders a request sends about the shells still running."""
+        return [SHELL_REMINDER.format(id=sid, command=cmd) for sid, cmd in self.live.items()]
