@@ -85,6 +85,26 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   constant (`priors.keeps_reasoning`): 0 on opus models and on sessions written by Claude Code 2.1
   or later (the bundled long-session sample, sonnet-4-5 under 2.1.39, keeps all of it: request 138
   was 4.7% short when the share started from 1), `STRIP_PRIOR` elsewhere.
+- A tool result's pieces (`priors.PIECE_TOKENS`, `features.pieces`): under the character
+  heuristic a result is also sized by how many pieces a BPE pre-tokenizer splits it into (runs of
+  letters, digits or punctuation; runs of whitespace), the feature `tool_result_pieces`. The worst
+  requests of half the files were one large result whose characters misjudged it: whitespace-heavy
+  Reads cost 3.4 characters a token (conneroisu-b9712494 requests 91 and 93, 33,925 and 51,383
+  characters: 1,331 and 1,782 tokens over), JSON MCP results 2.7 (kesslerio-c7428042 requests 4
+  and 30: 505 and 1,124 under), context7 docs 3.8 (patternstack request 29: 1,940 over). On 67
+  single-tool results of 4,000+ characters (10 files) a piece costs 1.246 tokens (1.237-1.252 with
+  any file left out), and within one tool of one file tokens per piece spread half as much as
+  tokens per character (median 2.4% against 4.6%, p90 7% against 19%). Heuristic table, p95:
+  summary 0.626% -> 0.534%, max 1.669% -> 1.635%; conneroisu 0.855 -> 0.702, kesslerio 0.713 ->
+  0.473, patternstack 0.618 -> 0.473, lroystack 0.633 -> 0.533, fasthooks 0.601 -> 0.534, spotter
+  0.380 -> 0.332, no file worse by more than 0.007 (pooknast). The prior coefficient (0.3, sd 0.2)
+  is the largest that makes no file worse: `benchmarks.calibration_priors` prefers 0.45 (summary
+  max 1.42%, p95 the same) at the cost of applabnl (0.305% -> 0.411%). tiktoken sizes get no such
+  feature: cl100k already counts pieces (a coefficient of 0.15 moved chiphuyen 0.899% -> 0.933%),
+  and other harnesses start it at 0 (the evidence is Claude's tokenizer). Tried: a free
+  `tool_result_words` coefficient beside the ratio (prior 0, sd 0.3: lroystack 0.633% -> 1.000%,
+  the two collinear coefficients split by the first small results), and sizing results by pieces
+  alone (1.24 x pieces: kesslerio 0.412%, but chiphuyen 0.602% -> 1.288%, conneroisu max 9.7%).
 - ExitPlanMode with a `planFilePath` (Claude Code 2.1): its plan argument is not billed
   (`billed_call`, pooknast-da0d9633 request 19). Claude Code 2.0 writes the plan as the model's
   own argument and it is billed (thomasjmcgovern-fb36f7a7, 8 calls).
