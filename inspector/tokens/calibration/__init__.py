@@ -92,9 +92,9 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   Reads cost 3.4 characters a token (conneroisu-b9712494 requests 91 and 93, 33,925 and 51,383
   characters: 1,331 and 1,782 tokens over), JSON MCP results 2.7 (kesslerio-c7428042 requests 4
   and 30: 505 and 1,124 under), context7 docs 3.8 (patternstack request 29: 1,940 over). On 67
-  single-tool results of 4,000+ characters (10 files) a piece costs 1.246 tokens (1.237-1.252 with
-  any file left out), and within one tool of one file tokens per piece spread half as much as
-  tokens per character (median 2.4% against 4.6%, p90 7% against 19%). Heuristic table, p95:
+  single-tool results of 4,000+ characters (10 files) a piece costs 1.245 tokens (1.236-1.252 with
+  any file left out), and within one tool of one file tokens per piece spread under half as much
+  as tokens per character (median 2.1% against 4.6%, p90 7.3% against 19.2%). Heuristic table, p95:
   summary 0.626% -> 0.534%, max 1.669% -> 1.635%; conneroisu 0.855 -> 0.702, kesslerio 0.713 ->
   0.473, patternstack 0.618 -> 0.473, lroystack 0.633 -> 0.533, fasthooks 0.601 -> 0.534, spotter
   0.380 -> 0.332, no file worse by more than 0.007 (pooknast). The prior coefficient (0.3, sd 0.2)
@@ -128,6 +128,16 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   prior made pooknast's p95 worse (0.75% -> 1.03%). Bounding what a turn boundary took off by
   where the report's cache read stopped: thomasjmcgovern 0.535% -> 0.533%, fasthooks (tiktoken)
   0.623% -> 0.628%, so not kept.
+- Checked with the pieces rule in, not modelled (each on one file, or not in the file): pooknast
+  request 15 (EnterPlanMode's instructions, 1,129 tokens under; the only file that enters plan
+  mode) and 64 (a Bash script overwrote a CONTEXT.md the session had written: 1,623 under, no
+  line of the file says what the harness sent about it); kesslerio request 49 (a user turn after
+  the cache lapsed, cache read 0: 1,122 under); lroystack request 33 (the cache read fell back to
+  the system prompt with no user turn: 2,881 over) and 36 (a turn boundary after 1,833 characters
+  of reasoning: 2,397 under); the first requests of a session (2-8) are not biased either way
+  (mean error -104 to +41 tokens over the 12 files). Pricing letter runs apart from other pieces
+  (1.14 and 1.30 tokens): within-tool spread 2.6% against 2.1%, not kept; pieces of a response's
+  large tool calls (Write, Edit: their output is mostly final): summary 0.534% -> 0.535%.
 
 The package's modules, each a step further from the transcript:
 

@@ -52,9 +52,9 @@ PIECE_TOKENS = 1.25
 """Claude tokens per piece of a tool result (`features.pieces`: a run of letters, digits or
 punctuation, with its space; a run of whitespace). The character heuristic sizes a result by its
 length; what it costs follows how many pieces it splits into (67 single-tool results of 4,000+
-characters on 10 corpus files: 1.246 tokens a piece, 1.237-1.252 with any one file left out; the
-spread of tokens per piece within one tool of one file is half that of tokens per character,
-median 2.4% against 4.6%, p90 7% against 19%: a whitespace-heavy Read costs 3.4 characters a
+characters on 10 corpus files: 1.245 tokens a piece, 1.236-1.252 with any one file left out; the
+spread of tokens per piece within one tool of one file is under half that of tokens per character,
+median 2.1% against 4.6%, p90 7.3% against 19.2%: a whitespace-heavy Read costs 3.4 characters a
 token, a JSON MCP result 2.7). Under the heuristic a result gets `tool_result_pieces` = this times
 its pieces minus its estimate, whose coefficient (prior in `PRIORS`, chosen by
 `benchmarks.calibration_priors`) is how far the prediction moves from characters to pieces; cl100k
