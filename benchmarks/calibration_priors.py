@@ -58,10 +58,12 @@ KNOBS: dict[str, tuple[float, ...]] = {
     "tool_extra_sd": (50.0, 200.0),
     "strip_prior": (0.0, 0.5, 0.75, 1.0),
     "prior_ratio": (0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3),
+    "pieces": (0.0, 0.15, 0.3, 0.45),
+    "pieces_sd": (0.05, 0.1, 0.2, 0.4),
 }
 """Each knob's candidates. `kind_sd` is the prior sd of the kind ratios; `shape_sd` scales the
 prior sds of the shape coefficients (characters, lines); `prior_ratio` is the estimator's
-`PRIOR_RATIO`."""
+`PRIOR_RATIO`; `pieces` and `pieces_sd` the prior of `tool_result_pieces` (heuristic sizes only)."""
 
 
 def current(estimator: str) -> dict[str, float]:
@@ -76,6 +78,8 @@ def current(estimator: str) -> dict[str, float]:
         "tool_extra_sd": C.TOOL_EXTRA_PRIOR[1],
         "strip_prior": C.STRIP_PRIOR[0],
         "prior_ratio": C.PRIOR_RATIO.get(estimator, 1.0),
+        "pieces": C.PRIORS["tool_result_pieces"][0],
+        "pieces_sd": C.PRIORS["tool_result_pieces"][1],
     }
 
 
@@ -92,6 +96,7 @@ def knobs(setting: dict[str, float], estimator: str) -> Iterator[None]:
         priors[name] = (base[name][0], setting["kind_sd"] * base[name][1] / base["tool_result"][1])
     for name in SHAPE_SD:
         priors[name] = (base[name][0], base[name][1] * setting["shape_sd"])
+    priors["tool_result_pieces"] = (setting["pieces"], setting["pieces_sd"])
     C.PRIORS = priors
     C.NOISE_SHARE = setting["noise_share"]
     C.UNSEEN_SHARE = setting["unseen_share"]

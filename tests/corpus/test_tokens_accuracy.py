@@ -41,22 +41,13 @@ KNOWN_LOSSES: dict[tuple[str, str], str] = {
         "this 1.0.98-era file by chance: cl100k misses by 2.0% too)"
     ),
 }
-MAX_ONLY_LOSSES: dict[tuple[str, str], str] = {
-    ("patternstack-263940d8.jsonl", "heuristic"): (
-        "request 29: a 76,004-character context7 docs result costs 1,940 tokens less than the "
-        "11,826-character one before it taught (3.45% against chars/4's 2.25%; cl100k misses by 5.7%)"
-    ),
-    ("lroystack-24133cc4-chat.json", "heuristic"): (
-        "request 33: WebSearch and context7 results after reasoning cost 3,238 tokens less than "
-        "predicted (2.59% against cl100k's 2.38%)"
-    ),
-}
+MAX_ONLY_LOSSES: dict[tuple[str, str], str] = {}
 """Files where the best mode loses to a baseline on the max only; p95 must still beat both."""
 
 TARGET_P95 = 0.5
 TARGET_MAX = 3.0
 """Issue 25's target for the summary row: median over the files of each file's p95 and max."""
-REACHED = {"heuristic": (0.63, 1.67), "tiktoken": (0.66, 1.56)}
+REACHED = {"heuristic": (0.54, 1.64), "tiktoken": (0.66, 1.56)}
 """What the summary row reaches today (median of per-file p95, of per-file max), a guard."""
 
 
@@ -243,8 +234,8 @@ def test_corpus_summary_holds_what_it_reached(estimator: str) -> None:
 @pytest.mark.xfail(
     strict=True,
     reason=(
-        "p95 target not reached: the summary's median of per-file p95 is 0.63% (heuristic; 0.66% "
-        "tiktoken) against 0.5%; its median of per-file max, 1.67%, meets 3%. Four of the twelve "
+        "p95 target not reached: the summary's median of per-file p95 is 0.534% (heuristic; 0.66% "
+        "tiktoken) against 0.5%; its median of per-file max, 1.64%, meets 3%. Four of the twelve "
         "files have 9-23 scored requests, so their p95 is their worst or second-worst request "
         "(dkimuson 3.2%: CLAUDE.md edited by MultiEdit, ~800 tokens the file does not hold)"
     ),

@@ -386,3 +386,40 @@ def test_on_demand_pass_from_several_threads() -> None:
     assert not errors_seen
     assert got and all(w == whole.weights(k) for k, w in got.items())
     assert_same_calibration(lazy, whole, tr, "threads")
+
+
+def test_pieces_split_as_a_bpe_pre_tokenizer_does() -> None:
+    from inspector.tokens.calibration.features import pieces
+
+    assert pieces("hello world") == 2  # "hello", " world"
+    assert pieces("    indented line\n") == 4  # "   ", " indented", " line", "\n"
+    assert pieces('{"id": 12345, "ok": true}') == 11  # digits in threes, punctuation runs
+    assert pieces("\n\n\n") == 1
+    assert pieces("") == 0
+
+
+def test_under_the_heuristic_a_dense_result_costs_more_than_a_sparse_one_of_its_length() -> None:
+    """Two results of 2,400 characters: JSON of short keys and numbers (many pieces) and indented
+    prose (few): the character heuristic sizes them alike; `tool_result_pieces` tells them apart
+    before any report, and cl100k sizes get no such feature (they count pieces already)."""
+    from inspector.tokens.calibration import Coefficients, parts_of
+    from inspector.tokens.calibration.features import _parts
+    from inspector.tokens.heuristic import heuristic_tokens
+
+    dense = ('{"a":1,"b":22,"c":[3,4]}' * 100)[:2400]
+    sparse = ("        the quick brown fox jumps\n" * 100)[:2400]
+    assert len(dense) == len(sparse) == 2400
+
+    def result(text: str) -> Message:
+        return Message(id="r", role=Role.USER, blocks=(ToolResultBlock(call_id="t", tool_name="Read", content=text),))
+
+    xd = _parts(result(dense), heuristic_tokens, None, True).x
+    xs = _parts(result(sparse), heuristic_tokens, None, True).x
+    assert xd["tool_result"] == xs["tool_result"] == 800
+    assert xd["tool_result_pieces"] > 0 > xs["tool_result_pieces"]
+    fresh = Coefficients()
+    assert fresh.predict(xd) - fresh.predict(xs) > 300
+    # the same through `parts_of` where the caller says the sizes are the heuristic's
+    assert parts_of(result(dense), [800], [dense], by_pieces=True).x == xd
+    tik = get_estimator("tiktoken")
+    assert "tool_result_pieces" not in parts_of(result(dense), [tik.text(dense)], [dense]).x

@@ -85,6 +85,26 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   constant (`priors.keeps_reasoning`): 0 on opus models and on sessions written by Claude Code 2.1
   or later (the bundled long-session sample, sonnet-4-5 under 2.1.39, keeps all of it: request 138
   was 4.7% short when the share started from 1), `STRIP_PRIOR` elsewhere.
+- A tool result's pieces (`priors.PIECE_TOKENS`, `features.pieces`): under the character
+  heuristic a result is also sized by how many pieces a BPE pre-tokenizer splits it into (runs of
+  letters, digits or punctuation; runs of whitespace), the feature `tool_result_pieces`. The worst
+  requests of half the files were one large result whose characters misjudged it: whitespace-heavy
+  Reads cost 3.4 characters a token (conneroisu-b9712494 requests 91 and 93, 33,925 and 51,383
+  characters: 1,331 and 1,782 tokens over), JSON MCP results 2.7 (kesslerio-c7428042 requests 4
+  and 30: 505 and 1,124 under), context7 docs 3.8 (patternstack request 29: 1,940 over). On 67
+  single-tool results of 4,000+ characters (10 files) a piece costs 1.245 tokens (1.236-1.252 with
+  any file left out), and within one tool of one file tokens per piece spread under half as much
+  as tokens per character (median 2.1% against 4.6%, p90 7.3% against 19.2%). Heuristic table, p95:
+  summary 0.626% -> 0.534%, max 1.669% -> 1.635%; conneroisu 0.855 -> 0.702, kesslerio 0.713 ->
+  0.473, patternstack 0.618 -> 0.473, lroystack 0.633 -> 0.533, fasthooks 0.601 -> 0.534, spotter
+  0.380 -> 0.332, no file worse by more than 0.007 (pooknast). The prior coefficient (0.3, sd 0.2)
+  is the largest that makes no file worse: `benchmarks.calibration_priors` prefers 0.45 (summary
+  max 1.42%, p95 the same) at the cost of applabnl (0.305% -> 0.411%). tiktoken sizes get no such
+  feature: cl100k already counts pieces (a coefficient of 0.15 moved chiphuyen 0.899% -> 0.933%),
+  and other harnesses start it at 0 (the evidence is Claude's tokenizer). Tried: a free
+  `tool_result_words` coefficient beside the ratio (prior 0, sd 0.3: lroystack 0.633% -> 1.000%,
+  the two collinear coefficients split by the first small results), and sizing results by pieces
+  alone (1.24 x pieces: kesslerio 0.412%, but chiphuyen 0.602% -> 1.288%, conneroisu max 9.7%).
 - ExitPlanMode with a `planFilePath` (Claude Code 2.1): its plan argument is not billed
   (`billed_call`, pooknast-da0d9633 request 19). Claude Code 2.0 writes the plan as the model's
   own argument and it is billed (thomasjmcgovern-fb36f7a7, 8 calls).
@@ -132,6 +152,16 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   the requests after a response with reasoning: the error does not grow with the reasoning's size
   (correlation 0.02 on thomasjmcgovern's 63 stale ones, 0.17 on lroystack's 55, with the sign
   opposite to an under-sized reasoning).
+- Checked with the pieces rule in, not modelled (each on one file, or not in the file): pooknast
+  request 15 (EnterPlanMode's instructions, 1,129 tokens under; the only file that enters plan
+  mode) and 64 (a Bash script overwrote a CONTEXT.md the session had written: 1,623 under, no
+  line of the file says what the harness sent about it); kesslerio request 49 (a user turn after
+  the cache lapsed, cache read 0: 1,122 under); lroystack request 33 (the cache read fell back to
+  the system prompt with no user turn: 2,881 over) and 36 (a turn boundary after 1,833 characters
+  of reasoning: 2,397 under); the first requests of a session (2-8) are not biased either way
+  (mean error -104 to +41 tokens over the 12 files). Pricing letter runs apart from other pieces
+  (1.14 and 1.30 tokens): within-tool spread 2.6% against 2.1%, not kept; pieces of a response's
+  large tool calls (Write, Edit: their output is mostly final): summary 0.534% -> 0.535%.
 
 The package's modules, each a step further from the transcript:
 

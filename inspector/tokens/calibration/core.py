@@ -664,7 +664,7 @@ class Calibration:
         texts = _texts_of(message)
         x = None
         if base is not None:
-            x = parts_of(message, [base.text(t) for t in texts], texts).x
+            x = parts_of(message, [base.text(t) for t in texts], texts, type(base) is HeuristicEstimator).x
         entry = (message, base, x, sum(len(t) for t in texts))
         if len(self._changed) >= CHANGED_CACHE:
             self._changed.clear()

@@ -87,7 +87,7 @@ class CostModel(Coefficients):
         # a feature joins the regression when first seen (its prior meanwhile); the result is
         # the same as with every feature in from the start, without the rows nothing ever touches
         for name in PRIORS:
-            self._coef[name] = _clamp(name, prior(name, ratio)[0])
+            self._coef[name] = _clamp(name, prior_sd(name, ratio, wide)[0])
 
     def _ensure(self, name: str) -> int:
         i = self.index.get(name)

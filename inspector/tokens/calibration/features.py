@@ -4,6 +4,7 @@ and the pseudo-messages calibration adds (the pinned overhead, a cleared result'
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 
 from msgspec.structs import replace
@@ -21,7 +22,8 @@ from inspector.model import (
 )
 
 from ..base import compact_json
-from ..heuristic import ASCII_CHARS_PER_TOKEN
+from ..heuristic import ASCII_CHARS_PER_TOKEN, HeuristicEstimator, heuristic_tokens
+from .priors import PIECE_TOKENS
 
 OVERHEAD_ID = "overhead"
 OVERHEAD_TEXT = "[system prompt and tool schemas — not stored in the transcript]"
@@ -140,25 +142,43 @@ def _texts_of(message: Message) -> list[str]:
     return out
 
 
+_PIECE = re.compile(r" ?[A-Za-z]+| ?[0-9]{1,3}| ?[^\sA-Za-z0-9]+|\s+(?!\S)|\s+")
+"""A BPE tokenizer's pre-tokenizer, roughly (cl100k's): a run of letters, of up to three digits or
+of other non-space characters, each with the space before it; a run of whitespace."""
+
+
+def pieces(text: str) -> int:
+    """How many pieces `_PIECE` splits `text` into (counted at C speed: `subn` counts its matches)."""
+    return _PIECE.subn("", text)[1]
+
+
+def _counts_characters(size: Callable[[str], int]) -> bool:
+    """Whether `size` is the character heuristic's (the base that does not see pieces)."""
+    return size is heuristic_tokens or type(getattr(size, "__self__", None)) is HeuristicEstimator
+
+
 def _add(x: Features, name: str, v: float) -> None:
     if v:
         x[name] = x.get(name, 0.0) + v
 
 
-def parts_of(message: Message, sizes: Sequence[int], texts: Sequence[str] | None = None) -> Parts:
+def parts_of(
+    message: Message, sizes: Sequence[int], texts: Sequence[str] | None = None, by_pieces: bool = False
+) -> Parts:
     """Parts of `message` given the base-estimator sizes of its texts (in `_texts_of` order).
 
-    `texts`, when given, are the message's `_texts_of` (so tool calls are not serialized again)."""
+    `texts`, when given, are the message's `_texts_of` (so tool calls are not serialized again);
+    `by_pieces`: the sizes are the character heuristic's (`_parts`)."""
     it = iter(sizes)
     if texts is None:
-        return _parts(message, lambda _text: next(it))
+        return _parts(message, lambda _text: next(it), by_pieces=by_pieces)
     blocks = [
         b
         for b in message.blocks
         if isinstance(b, TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock)
     ]
     calls = iter([t for b, t in zip(blocks, texts, strict=True) if isinstance(b, ToolCallBlock)])
-    return _parts(message, lambda _text: next(it), lambda _b: next(calls))
+    return _parts(message, lambda _text: next(it), lambda _b: next(calls), by_pieces=by_pieces)
 
 
 def _tool_names(tool: str) -> tuple[str, str]:
@@ -200,10 +220,14 @@ def _parts(
     size: Callable[[str], int],
     call_text: Callable[[ToolCallBlock], str] | None = None,
     thirds: bool = False,
+    by_pieces: bool = False,
 ) -> Parts:
     """Parts of `message`, each text sized by `size` (called once per text, in `_texts_of` order;
     `call_text`, when given, gives a tool call's text in place of `block_text`, in the same turn).
-    `thirds`: `size` is `heuristic_tokens` (then ASCII texts are sized here, without the call)."""
+    `thirds`: `size` is `heuristic_tokens` (then ASCII texts are sized here, without the call).
+    `by_pieces` (implied where `size` is the heuristic's): a tool result also gets the
+    `tool_result_pieces` feature (see `priors.PIECE_TOKENS`)."""
+    by_pieces = by_pieces or thirds or _counts_characters(size)
     x: Features = {}
     get = x.get
     response = message.role is _ASSISTANT
@@ -231,6 +255,11 @@ def _parts(
                 lines = content.count("\n")
                 if lines:
                     x["tool_result_lines"] = get("tool_result_lines", 0.0) + lines
+                if by_pieces:
+                    # how far the pieces' count puts the result from its characters' estimate
+                    dev = PIECE_TOKENS * pieces(content) - n
+                    if dev:
+                        x["tool_result_pieces"] = get("tool_result_pieces", 0.0) + dev
             x[tool_names[1]] = get(tool_names[1], 0.0) + 1
             x["results"] = get("results", 0.0) + 1
             if b.media:
