@@ -125,7 +125,10 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
     from .tiktoken_estimator import FRAMING, TiktokenEstimator
 
     estimator = get_estimator(estimator_name)
-    cals = {mode: calibrate(transcript, estimator, mode) for mode in MODES}
+    # every message serialized once: the proportional mode's heuristic estimates and the
+    # baselines read the same texts
+    serialized = [serialize(m) for m in transcript.messages]
+    cals = {mode: calibrate(transcript, estimator, mode, serialized) for mode in MODES}
     tik = estimator if isinstance(estimator, TiktokenEstimator) else TiktokenEstimator()
     errors: dict[str, list[float]] = {m: [] for m in ALL_MODES}
     by_kind: dict[str, dict[str, list[float]]] = {}
@@ -144,7 +147,11 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
         for prev, req in pairs
         if req.segment == prev.segment
     }
-    added_texts = {k: [serialize(m) for m in msgs] for k, msgs in added.items()}
+    text_of = {id(m): t for m, t in zip(transcript.messages, serialized, strict=True)}
+    added_texts = {
+        k: [t if (t := text_of.get(id(m))) is not None else serialize(m) for m in msgs]
+        for k, msgs in added.items()
+    }
     # each distinct text once (a file read again, a reminder repeated: the same text, the same count)
     first: dict[str, Message] = {}
     for k, texts in added_texts.items():

@@ -68,3 +68,30 @@ def test_the_tiktoken_baseline_is_the_same_with_either_estimator() -> None:
     got = [r.predicted["baseline_tiktoken"] for r in by_tiktoken.requests]
     assert got == [r.predicted["baseline_tiktoken"] for r in by_heuristic.requests]
     assert len(got) == 3 and got[0] > 1000
+
+
+def test_the_proportional_mode_reads_heuristic_estimates_from_the_serialized_texts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from inspector.tokens.calibration import calibrate
+    from inspector.tokens.heuristic import HeuristicEstimator
+
+    tr = _transcript()
+    est = HeuristicEstimator()
+    plain = calibrate(tr, est, "proportional")
+    want = ([plain.weights(k) for k in (1, 2, 3, 4)], plain.predictions())
+    calls: list[str] = []
+    real = HeuristicEstimator.message
+
+    def message(self: HeuristicEstimator, m: Message) -> int:
+        calls.append(m.id)
+        return real(self, m)
+
+    monkeypatch.setattr(HeuristicEstimator, "message", message)
+    shared = calibrate(tr, est, "proportional", [serialize(m) for m in tr.messages])
+    assert ([shared.weights(k) for k in (1, 2, 3, 4)], shared.predictions()) == want
+    assert calls == []  # no message serialized again
+    assert sum(want[0][3].values()) == tr.requests[3].usage.context  # type: ignore[union-attr]
+    # without the texts each message is sized by the estimator
+    calibrate(tr, est, "proportional")
+    assert sorted(calls) == sorted(m.id for m in tr.messages)
