@@ -122,10 +122,13 @@ def request_kinds(transcript: Transcript) -> dict[int, str]:
 def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> AccuracyReport:
     """Prediction accuracy of the two baselines and the two calibration modes, side by side."""
     from . import get_estimator
-    from .tiktoken_estimator import TiktokenEstimator
+    from .tiktoken_estimator import FRAMING, TiktokenEstimator
 
     estimator = get_estimator(estimator_name)
-    cals = {mode: calibrate(transcript, estimator, mode) for mode in MODES}
+    # every message serialized once: the proportional mode's heuristic estimates and the
+    # baselines read the same texts
+    serialized = [serialize(m) for m in transcript.messages]
+    cals = {mode: calibrate(transcript, estimator, mode, serialized) for mode in MODES}
     tik = estimator if isinstance(estimator, TiktokenEstimator) else TiktokenEstimator()
     errors: dict[str, list[float]] = {m: [] for m in ALL_MODES}
     by_kind: dict[str, dict[str, list[float]]] = {}
@@ -139,14 +142,29 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
         if req.usage is not None and prev.usage is not None and req.usage.context > 0
     ]
     # the messages each request added, tokenized in one batch (a batch per request costs more)
-    added_texts = {
-        req.index: [serialize(m) for m in transcript.ledger(req.index)[prev.ledger_len :]]
+    added = {
+        req.index: transcript.ledger(req.index)[prev.ledger_len :]
         for prev, req in pairs
         if req.segment == prev.segment
     }
+    text_of = {id(m): t for m, t in zip(transcript.messages, serialized, strict=True)}
+    added_texts = {
+        k: [t if (t := text_of.get(id(m))) is not None else serialize(m) for m in msgs]
+        for k, msgs in added.items()
+    }
     # each distinct text once (a file read again, a reminder repeated: the same text, the same count)
-    unique = list(dict.fromkeys(t for texts in added_texts.values() for t in texts))
-    size_of = dict(zip(unique, tik.texts(unique), strict=True))
+    first: dict[str, Message] = {}
+    for k, texts in added_texts.items():
+        for m, t in zip(added[k], texts, strict=True):
+            first.setdefault(t, m)
+    unique = list(first)
+    if tik is estimator:
+        # the proportional mode sized every message with this estimator already (its cache holds
+        # FRAMING + the tokens of each serialized message): read them back, not tokenized again
+        counts = [v - FRAMING for v in tik.messages(list(first.values()))]
+    else:
+        counts = tik.texts(unique)
+    size_of = dict(zip(unique, counts, strict=True))
     predictions = {mode: cal.predictions() for mode, cal in cals.items()}
     for prev, req in pairs:
         assert req.usage is not None and prev.usage is not None

@@ -10,7 +10,7 @@ from typing import Literal
 from inspector.model import Message, Request, Segment, Transcript
 from inspector.model.bulk import paused_gc
 
-from ..base import Estimator
+from ..base import MESSAGE_OVERHEAD, Estimator
 from ..heuristic import HeuristicEstimator, heuristic_tokens
 from .cost_model import Coefficients
 from .delta import _DeltaRun
@@ -42,7 +42,15 @@ class _Step:
 class Calibration:
     """Per-request calibrated weights of a whole transcript (see the module docstring)."""
 
-    def __init__(self, transcript: Transcript, estimator: Estimator, mode: Mode = "delta") -> None:
+    def __init__(
+        self,
+        transcript: Transcript,
+        estimator: Estimator,
+        mode: Mode = "delta",
+        serialized: Sequence[str] | None = None,
+    ) -> None:
+        """`serialized`: `serialize(m)` of each of `transcript.messages`, in order, where the caller
+        has them already (the proportional mode's heuristic estimates are read from them)."""
         if mode not in MODES:
             raise ValueError(f"unknown calibration mode {mode!r}; choose one of: {', '.join(MODES)}")
         self.transcript = transcript
@@ -84,7 +92,7 @@ class Calibration:
         """Delta mode: the requests calibrated so far (the pass runs on demand, see `_upto`)."""
         with paused_gc():
             if mode == "proportional":
-                self._prefetch_local()
+                self._prefetch_local(serialized)
                 self._run_proportional()
                 self._done = len(self._steps)
             self._cumulative_spend()
@@ -261,10 +269,16 @@ class Calibration:
             for m in msgs:
                 parts[m.id] = _parts(m, size)
 
-    def _prefetch_local(self) -> None:
+    def _prefetch_local(self, serialized: Sequence[str] | None = None) -> None:
         msgs = self.transcript.messages
         batch = getattr(self.estimator, "messages", None)
-        values = list(batch(msgs)) if callable(batch) else [self.estimator.message(m) for m in msgs]
+        if serialized is not None and type(self.estimator) is HeuristicEstimator:
+            # `HeuristicEstimator.message`, from the texts the caller serialized
+            values = [MESSAGE_OVERHEAD + heuristic_tokens(t) for t in serialized]
+        elif callable(batch):
+            values = list(batch(msgs))
+        else:
+            values = [self.estimator.message(m) for m in msgs]
         self._local = {m.id: int(v) for m, v in zip(msgs, values, strict=True)}
 
     def parts(self, message: Message) -> Parts:
@@ -697,6 +711,9 @@ class Calibration:
         return CalibratedEstimator(self, k, base)
 
 
-def calibrate(transcript: Transcript, estimator: Estimator, mode: Mode = "delta") -> Calibration:
-    """Calibrate every request of `transcript` against its reported usage (see the module docstring)."""
-    return Calibration(transcript, estimator, mode)
+def calibrate(
+    transcript: Transcript, estimator: Estimator, mode: Mode = "delta", serialized: Sequence[str] | None = None
+) -> Calibration:
+    """Calibrate every request of `transcript` against its reported usage (see the module docstring;
+    `serialized`: as `Calibration`'s)."""
+    return Calibration(transcript, estimator, mode, serialized)
