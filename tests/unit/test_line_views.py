@@ -4,6 +4,7 @@ Claude Code reader reads a file the same fed in any chunking."""
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import orjson
 
@@ -122,7 +123,7 @@ def _records() -> bytes:
 def test_the_reader_reads_the_same_at_any_chunking() -> None:
     data = _records()
 
-    def read(chunks: list[bytes]) -> tuple[object, ...]:
+    def read(chunks: list[bytes]) -> tuple[Any, ...]:
         r = ClaudeCodeReader("s.jsonl", with_subagents=False, follow=False)
         for c in chunks:
             r.feed(c)
