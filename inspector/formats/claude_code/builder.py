@@ -113,7 +113,7 @@ class _Builder(_Tree):
         None to look for none (a subagent's own file)."""
         s = self.s
         nodes = s.nodes
-        kept = [nodes[u] for u in s.kept]  # (each pass below walks nodes, not uuids to look up)
+        kept = self.kept_nodes = [nodes[u] for u in s.kept]  # (the passes walk nodes: no lookups)
         conv = [n for n in kept if n.type in CONVERSATION_TYPES]
         sidechain_file = bool(conv) and all(n.sidechain for n in conv)
         leaf = self._leaf(sidechain_file)
@@ -445,14 +445,16 @@ class _Builder(_Tree):
                 and all(a is b for a, b in zip(hit_a[0], key, strict=True))
             ):
                 return hit_a[2]
+            ts = rec.get("timestamp")
+            agent = rec.get("agentId")
             m = Message(
                 id=n.uuid,
                 role=Role.ASSISTANT,
                 blocks=key[0] if len(key) == 1 else tuple(b for bs in key for b in bs),
-                timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+                timestamp=ts if isinstance(ts, str) else None,
                 source=CONVERSATION,
                 sidechain=n.sidechain,
-                agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
+                agent_id=agent if isinstance(agent, str) else None,
                 origin=Origin(file=self.file, line=n.line),
                 response_id=g.rid,
                 model=n.model,
@@ -465,14 +467,16 @@ class _Builder(_Tree):
         hit_u = memo.users.get(n.uuid)
         if hit_u is not None and hit_u[0] is g.source and hit_u[1] is blocks:
             return hit_u[2]
+        ts = rec.get("timestamp")
+        agent = rec.get("agentId")
         m = Message(
             id=n.uuid,
             role=Role.USER,
             blocks=blocks,
-            timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+            timestamp=ts if isinstance(ts, str) else None,
             source=g.source,
             sidechain=n.sidechain,
-            agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
+            agent_id=agent if isinstance(agent, str) else None,
             origin=Origin(file=n.file or self.file, line=n.line),
             is_meta=bool(rec.get("isMeta")),
             is_summary=bool(rec.get("isCompactSummary")),

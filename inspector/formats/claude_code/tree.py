@@ -48,6 +48,8 @@ class _Tree:
         self.missing: set[str] = set()
         self.chain_uuids: set[str] = set()
         """Set by `_chain`: the uuids of the chain it walked."""
+        self.kept_nodes: list[_Node] | None = None
+        """The nodes of `state.kept`, in its order, once a build has looked them up."""
 
     # -- the active branch -------------------------------------------------------------------
     def _is_main(self, node: _Node, sidechain_file: bool) -> bool:
@@ -276,8 +278,8 @@ class _Tree:
         nodes = self.s.nodes
         roots: dict[str, list[_Node]] = defaultdict(list)
         root_of: dict[str, str] = {}
-        for u in self.s.kept:
-            n = nodes[u]
+        kept = self.kept_nodes if self.kept_nodes is not None else [nodes[u] for u in self.s.kept]
+        for n in kept:
             if not n.sidechain or n.type not in CONVERSATION_TYPES:
                 continue
             parent = nodes.get(n.parent) if n.parent else None
