@@ -174,8 +174,11 @@ class _Builder(_Tree):
             if n.file is not None and n.parent in members:
                 members.add(n.uuid)  # hook output recovered from a compaction call
         ordered = [  # (the other members hold no message; an API error is an event, not a message)
-            n for n in kept if n.uuid in members and not _is_api_error(n)
-        ]
+            n
+            for n in kept
+            if n.uuid in members
+            and not (n.model == "<synthetic>" or (n.record is not None and n.record.get("isApiErrorMessage")))
+        ]  # (`_is_api_error`, in line)
         strays = [n for n in stray if n.uuid not in members]
         abandoned = self.abandoned(strays, on_chain)
         transcript = self._assemble(
@@ -217,10 +220,15 @@ class _Builder(_Tree):
         # the segment of a node: the last boundary (in file order) before it, found by bisection
         start_orders = [order for order, _ in seg_starts]
         start_segments = [idx for _, idx in seg_starts]
-        for n in ordered:
-            if starts.get(n.uuid) == NEW_ROOT:
-                acc.sources.new_context()  # a fresh context: its first human prompt is a task
-            acc.take(n)
+        take = acc.take
+        if starts:
+            for n in ordered:
+                if starts.get(n.uuid) == NEW_ROOT:
+                    acc.sources.new_context()  # a fresh context: its first human prompt is a task
+                take(n)
+        else:
+            for n in ordered:
+                take(n)
         messages: list[Message] = []
         msg_segment: dict[str, int] = {}
         line_of_msg: dict[str, int] = {}
