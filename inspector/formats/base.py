@@ -195,6 +195,41 @@ class LineSplitter:
             self._hold(tail)
         return first, lines
 
+    def views(self, data: bytes) -> tuple[int, list[bytes | memoryview]]:
+        """As `split`, but each line inside `data` is a view of it, not a copy (a decoder reads
+        a view as it reads bytes); a line that began in an earlier chunk is bytes, a line past
+        `max_line` an `Overlong`, as `split` gives them."""
+        first = self.lines_seen + 1
+        if type(data) is not bytes:
+            data = bytes(data)  # held parts must not change under us
+        last = data.rfind(b"\n")
+        if last < 0:
+            if data:
+                self._hold(data)
+            return first, []
+        out: list[bytes | memoryview] = []
+        find = data.find
+        pos = 0
+        if self._parts or self._dropped:
+            pos = find(b"\n") + 1
+            out.append(self._take_held(data[: pos - 1]))
+        view = memoryview(data)
+        limit = self.max_line
+        if limit is None or len(data) <= limit:
+            while pos <= last:
+                end = find(b"\n", pos)
+                out.append(view[pos:end])
+                pos = end + 1
+        else:
+            while pos <= last:
+                end = find(b"\n", pos)
+                out.append(Overlong(end - pos) if end - pos > limit else view[pos:end])
+                pos = end + 1
+        self.lines_seen += len(out)
+        if last + 1 < len(data):
+            self._hold(data[last + 1 :])
+        return first, out
+
     @property
     def pending(self) -> bytes:
         """The partial last line held back until its newline arrives (empty once it is dropped)."""

@@ -24,6 +24,7 @@ from inspector.model import (
     Segment,
     SubagentRef,
     TextBlock,
+    ToolCallBlock,
     Transcript,
 )
 
@@ -112,20 +113,50 @@ class _Builder(_Tree):
         None to look for none (a subagent's own file)."""
         s = self.s
         nodes = s.nodes
-        conv = [nodes[u] for u in s.kept if nodes[u].type in CONVERSATION_TYPES]
+        kept = self.kept_nodes = [nodes[u] for u in s.kept]  # (the passes walk nodes: no lookups)
+        conv = [n for n in kept if n.type in CONVERSATION_TYPES]
         sidechain_file = bool(conv) and all(n.sidechain for n in conv)
         leaf = self._leaf(sidechain_file)
         chain = self._chain(leaf, sidechain_file) if leaf is not None else []
-        on_chain = {n.uuid for n in chain}
-        chain_rids = {rid for n in chain if n.record is not None and (rid := n.rid) and n.type == "assistant"}
-        chain_calls = {
-            c for n in chain if n.record is not None and n.type == "assistant" for c in _call_ids(n)
-        }
-        # absorb parallel tool traffic beside the chain; the rest is an abandoned branch
+        on_chain = self.chain_uuids  # ({n.uuid for n in chain})
+        # one walk of the chain's lines that hold a record: the responses and calls on it, its
+        # boundaries (and the roots that begin a segment without one), its microcompacts and
+        # API errors, each in chain order
+        starts = self.starts
+        chain_rids: set[str] = set()
+        chain_calls: set[str] = set()
+        rid_count: Counter[str] = Counter()
+        boundaries: list[_Node] = []
+        microcompacts: list[_Node] = []
+        api_errors: list[_Node] = []
+        for n in chain:
+            rec = n.record
+            if rec is None:
+                continue
+            if n.type == "assistant":
+                if rid := n.rid:
+                    chain_rids.add(rid)
+                    rid_count[rid] += 1
+                chain_calls.update(b.id for b in n.blocks if isinstance(b, ToolCallBlock))
+            subtype = rec.get("subtype")
+            if subtype == BOUNDARY or n.uuid in starts:
+                boundaries.append(n)
+            if subtype == "microcompact_boundary":
+                microcompacts.append(n)
+            if n.model == "<synthetic>" or rec.get("isApiErrorMessage"):  # (`_is_api_error`)
+                api_errors.append(n)
+        # absorb parallel tool traffic beside the chain; the rest is an abandoned branch. API
+        # errors hanging off the chain where nothing followed them join those on it (a session
+        # that ends on "5-hour limit reached": the leaf is the line before it)
         members: set[str] = set(on_chain)
         stray: list[_Node] = []
+        hanging: list[_Node] = []
         for n in conv:
-            if n.uuid in on_chain or not self._is_main(n, sidechain_file) or _is_api_error(n):
+            if n.uuid in on_chain or not self._is_main(n, sidechain_file):
+                continue
+            if _is_api_error(n):
+                if self._hangs_off(n, on_chain):
+                    hanging.append(n)
                 continue
             assert n.record is not None
             if n.type == "assistant" and n.rid in chain_rids:
@@ -133,6 +164,7 @@ class _Builder(_Tree):
                 chain_calls.update(_call_ids(n))
             else:
                 stray.append(n)
+        api_errors += hanging
         for n in stray:
             assert n.record is not None
             answers = _answers(n) if n.type == "user" else []
@@ -141,30 +173,12 @@ class _Builder(_Tree):
         for n in stray:
             if n.file is not None and n.parent in members:
                 members.add(n.uuid)  # hook output recovered from a compaction call
-        # boundaries on the chain, in chain order (and the roots that begin a segment without one)
-        starts = self.starts
         ordered = [  # (the other members hold no message; an API error is an event, not a message)
-            n for u in s.kept if u in members and not _is_api_error(n := nodes[u])
-        ]
-        boundaries = [
             n
-            for n in chain
-            if n.record is not None and (n.record.get("subtype") == BOUNDARY or n.uuid in starts)
-        ]
-        # API errors on the chain, and those hanging off it where nothing followed them (a
-        # session that ends on "5-hour limit reached": the leaf is the line before it)
-        api_errors = [n for n in chain if n.record is not None and _is_api_error(n)]
-        api_errors += [
-            n
-            for n in conv
-            if n.uuid not in on_chain
-            and _is_api_error(n)
-            and self._is_main(n, sidechain_file)
-            and self._hangs_off(n, on_chain)
-        ]
-        microcompacts = [
-            n for n in chain if n.record is not None and n.record.get("subtype") == "microcompact_boundary"
-        ]
+            for n in kept
+            if n.uuid in members
+            and not (n.model == "<synthetic>" or (n.record is not None and n.record.get("isApiErrorMessage")))
+        ]  # (`_is_api_error`, in line)
         strays = [n for n in stray if n.uuid not in members]
         abandoned = self.abandoned(strays, on_chain)
         transcript = self._assemble(
@@ -176,9 +190,7 @@ class _Builder(_Tree):
             self.built.chain = [n.uuid for n in chain]
             self.built.chain_pos = {u: i for i, u in enumerate(self.built.chain)}
             self.built.on_chain = on_chain
-            self.built.rid_count = Counter(
-                rid for n in chain if n.type == "assistant" and n.record is not None and (rid := n.rid)
-            )
+            self.built.rid_count = rid_count
             self.built.members = members
             self.built.chain_rids = chain_rids
             self.built.chain_calls = chain_calls
@@ -208,10 +220,15 @@ class _Builder(_Tree):
         # the segment of a node: the last boundary (in file order) before it, found by bisection
         start_orders = [order for order, _ in seg_starts]
         start_segments = [idx for _, idx in seg_starts]
-        for n in ordered:
-            if starts.get(n.uuid) == NEW_ROOT:
-                acc.sources.new_context()  # a fresh context: its first human prompt is a task
-            acc.take(n)
+        take = acc.take
+        if starts:
+            for n in ordered:
+                if starts.get(n.uuid) == NEW_ROOT:
+                    acc.sources.new_context()  # a fresh context: its first human prompt is a task
+                take(n)
+        else:
+            for n in ordered:
+                take(n)
         messages: list[Message] = []
         msg_segment: dict[str, int] = {}
         line_of_msg: dict[str, int] = {}
@@ -436,14 +453,16 @@ class _Builder(_Tree):
                 and all(a is b for a, b in zip(hit_a[0], key, strict=True))
             ):
                 return hit_a[2]
+            ts = rec.get("timestamp")
+            agent = rec.get("agentId")
             m = Message(
                 id=n.uuid,
                 role=Role.ASSISTANT,
                 blocks=key[0] if len(key) == 1 else tuple(b for bs in key for b in bs),
-                timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+                timestamp=ts if isinstance(ts, str) else None,
                 source=CONVERSATION,
                 sidechain=n.sidechain,
-                agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
+                agent_id=agent if isinstance(agent, str) else None,
                 origin=Origin(file=self.file, line=n.line),
                 response_id=g.rid,
                 model=n.model,
@@ -456,14 +475,16 @@ class _Builder(_Tree):
         hit_u = memo.users.get(n.uuid)
         if hit_u is not None and hit_u[0] is g.source and hit_u[1] is blocks:
             return hit_u[2]
+        ts = rec.get("timestamp")
+        agent = rec.get("agentId")
         m = Message(
             id=n.uuid,
             role=Role.USER,
             blocks=blocks,
-            timestamp=rec.get("timestamp") if isinstance(rec.get("timestamp"), str) else None,
+            timestamp=ts if isinstance(ts, str) else None,
             source=g.source,
             sidechain=n.sidechain,
-            agent_id=rec.get("agentId") if isinstance(rec.get("agentId"), str) else None,
+            agent_id=agent if isinstance(agent, str) else None,
             origin=Origin(file=n.file or self.file, line=n.line),
             is_meta=bool(rec.get("isMeta")),
             is_summary=bool(rec.get("isCompactSummary")),

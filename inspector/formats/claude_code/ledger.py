@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from msgspec import Struct
 from msgspec.structs import replace
 
 from inspector.model import (
@@ -56,9 +57,9 @@ def _named(blocks: tuple[Block, ...], call_names: dict[str, str]) -> tuple[Block
     return blocks if out is None else tuple(out)
 
 
-@dataclass(slots=True)
-class _Group:
-    """The lines that make one message: one user line, or every line of one response."""
+class _Group(Struct):
+    """The lines that make one message: one user line, or every line of one response (a struct:
+    made in C, one for each message)."""
 
     lines: list[_Node]
     blocks: list[tuple[Block, ...]]
@@ -117,10 +118,11 @@ class _Acc:
     def take(self, n: _Node) -> int | None:
         """Read one member line; the index of the group it joined or began (None: not a message)."""
         rec = n.record
-        if rec is None or n.type not in CONVERSATION_TYPES:
+        rtype = n.type
+        if rec is None or rtype not in CONVERSATION_TYPES:
             return None
         blocks = _named(n.blocks, self.call_names)
-        if n.type == "assistant":
+        if rtype == "assistant":
             rid = n.rid or n.uuid
             u = n.usage
             if u is not None:

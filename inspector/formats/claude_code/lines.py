@@ -143,12 +143,11 @@ def too_deep_input(message: _Message) -> bool:
     """Whether a tool call's input nests past what the long way accepts (the only part of a line in
     the usual shape that can nest without bound)."""
     content = message.content
-    if isinstance(content, list):
+    if type(content) is list:  # (the decoder makes exact types: compared, not `isinstance`)
         for b in content:
-            if isinstance(b, _ToolUse) and isinstance(b.input, dict):
-                args = b.input
+            if type(b) is _ToolUse and type(args := b.input) is dict:
                 for v in args.values():
-                    if isinstance(v, dict | list):  # not flat: walked
+                    if type(v) is dict or type(v) is list:  # not flat: walked
                         if too_deep(args, limit=INPUT_DEPTH):
                             return True
                         break

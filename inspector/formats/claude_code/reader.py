@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from inspector.model import LoadIssue, Transcript, Usage
 
 from ..base import MAX_LINE_BYTES, LineSplitter, Overlong, decode_json_line, short, too_deep, too_deep_reason
@@ -14,7 +16,7 @@ from .agents import _agent_files, _file_key, _is_compaction_call, _meta_lines, _
 from .builder import _Builder, _Built
 from .extend import extend
 from .ledger import _Memo
-from .lines import Line, TypedMessage, decode_line, too_deep_input
+from .lines import Line, TypedMessage, decode, decode_line, too_deep_input
 from .lines import blocks as typed_blocks
 from .lines import usage as typed_usage
 from .records import (
@@ -36,6 +38,8 @@ _UUID_RE = rb'"([0-9A-Za-z][0-9A-Za-z_.:-]{0,127})"'
 _UUID_KEY = re.compile(rb'"uuid"\s*:\s*' + _UUID_RE)
 _PARENT_KEY = re.compile(rb'"parentUuid"\s*:\s*(?:' + _UUID_RE + rb"|(null))")
 _SIDECHAIN_KEY = re.compile(rb'"isSidechain"\s*:\s*true')
+_PLAIN = KNOWN_TYPES - CONVERSATION_TYPES - frozenset(TITLE_TYPES) - {"system"}
+"""The known types of line that hold no message, title or boundary: counted and made a node."""
 
 
 class ClaudeCodeReader:
@@ -61,10 +65,48 @@ class ClaudeCodeReader:
         """Transcripts made by extending the one before (see `transcript`)."""
 
     def feed(self, data: bytes) -> None:
-        first, lines = self._lines.split(data)
-        take = self._take
-        for line_no, raw in enumerate(lines, first):
-            take(line_no, raw)
+        first, lines = self._lines.views(data)
+        if not lines:
+            return
+        # most lines of a session (progress, snapshots and the like: `_PLAIN` types) are read
+        # here, in line, as `_take_line` reads them; every other line goes there (or the long way)
+        state = self._state
+        nodes = state.nodes
+        order = state.order
+        versions = state.versions
+        skipped = state.skipped
+        take_line = self._take_line
+        take_long = self._take_long
+        plain = _PLAIN
+        line_no = first - 1
+        for raw in lines:
+            line_no += 1
+            if type(raw) is Overlong:
+                take_long(line_no, raw)
+                continue
+            try:
+                line = decode(raw)
+            except (msgspec.DecodeError, RecursionError):  # not the usual shape
+                take_long(line_no, bytes(raw))
+                continue
+            rtype = line.type
+            if rtype not in plain:
+                if not take_line(line_no, line):
+                    take_long(line_no, bytes(raw))
+                continue
+            if state.session_id is None and line.session_id is not None:
+                state.session_id = line.session_id
+            version = line.version
+            if version is not None:
+                versions[version] += 1
+            skipped[rtype] += 1
+            uuid = line.uuid
+            if uuid is not None and uuid not in nodes:
+                nodes[uuid] = _Node(
+                    uuid, line.parent_uuid, rtype, line_no, self._count, line.is_sidechain is True
+                )
+                self._count += 1
+                order.append(uuid)
 
     def finish(self) -> None:
         """At end of file: a held-back last line without its newline is read if it is whole JSON."""

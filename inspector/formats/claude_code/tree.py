@@ -46,6 +46,10 @@ class _Tree:
         """Set by `abandoned`: where each line walked meets the chain (`_Built.meets`)."""
         self.forks: set[str] = set()
         self.missing: set[str] = set()
+        self.chain_uuids: set[str] = set()
+        """Set by `_chain`: the uuids of the chain it walked."""
+        self.kept_nodes: list[_Node] | None = None
+        """The nodes of `state.kept`, in its order, once a build has looked them up."""
 
     # -- the active branch -------------------------------------------------------------------
     def _is_main(self, node: _Node, sidechain_file: bool) -> bool:
@@ -65,19 +69,25 @@ class _Tree:
         chain: list[_Node] = []
         seen: set[str] = set()
         cur: _Node | None = leaf
+        self.chain_uuids = seen
         while cur is not None:
-            if cur.uuid in seen:
+            uuid = cur.uuid
+            if uuid in seen:
                 self.issues.append(
                     LoadIssue(
                         file=self.file,
                         line=cur.line,
-                        reason=f"cycle in parent links at uuid {short(cur.uuid)}",
+                        reason=f"cycle in parent links at uuid {short(uuid)}",
                     )
                 )
                 break
-            seen.add(cur.uuid)
+            seen.add(uuid)
             chain.append(cur)
-            nxt = nodes.get(cur.parent) if cur.parent else None
+            parent = cur.parent
+            nxt = nodes.get(parent) if parent else None
+            if nxt is not None:  # (the usual step: the rest is about where the links end)
+                cur = nxt
+                continue
             rec = cur.record
             if nxt is None and cur.parent is None and rec is not None:
                 if rec.get("subtype") == "compact_boundary":
@@ -268,8 +278,8 @@ class _Tree:
         nodes = self.s.nodes
         roots: dict[str, list[_Node]] = defaultdict(list)
         root_of: dict[str, str] = {}
-        for u in self.s.kept:
-            n = nodes[u]
+        kept = self.kept_nodes if self.kept_nodes is not None else [nodes[u] for u in self.s.kept]
+        for n in kept:
             if not n.sidechain or n.type not in CONVERSATION_TYPES:
                 continue
             parent = nodes.get(n.parent) if n.parent else None
