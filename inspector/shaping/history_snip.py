@@ -216,8 +216,9 @@ class _Plan:
         self.head: list[Message] = []
         """The view's messages before `entries[self.head_of - 1]`'s end, those removed taken out."""
         self.head_of = 0
-        self.head_removed = 0
-        self.head_truncated = 0
+        self.marks: list[tuple[int, int, int]] = []
+        """After each of the first `head_of` entries: (the head's length, messages removed,
+        leaders truncated), so the head goes back to fewer entries without being made again."""
 
     def rebase(self, src: tuple[Message, ...], groups: Sequence[Group], last: int) -> None:
         """Keep what holds for `src`: the entries of groups that end before the first message it
@@ -233,8 +234,7 @@ class _Plan:
             del self.entries[n:]
             del self.cum[n:]
             self.scanned = max(1, valid)
-            if self.head_of > n:
-                self.head, self.head_of, self.head_removed, self.head_truncated = [], 0, 0, 0
+            self._back_to(n)
 
     def upto(
         self,
@@ -275,18 +275,26 @@ class _Plan:
     def view(self, chosen: int, src: tuple[Message, ...]) -> tuple[tuple[Message, ...], int, int]:
         """`src` without the first `chosen` entries' exchanges (a leader with text kept, its calls
         dropped): (the view, how many leaders were truncated, how many messages removed)."""
-        if chosen < self.head_of:
-            self.head, self.head_of, self.head_removed, self.head_truncated = [], 0, 0, 0
-        head = self.head
+        self._back_to(chosen)
+        head, marks = self.head, self.marks
         pos = self.entries[self.head_of - 1][2] if self.head_of else 0
+        _, removed, truncated = marks[-1] if marks else (0, 0, 0)
         for _gi, start, end, _gain, kept in self.entries[self.head_of : chosen]:
             head.extend(src[pos:start])
             if kept is not None:
                 head.append(kept)
-                self.head_truncated += 1
-                self.head_removed += end - start - 1
+                truncated += 1
+                removed += end - start - 1
             else:
-                self.head_removed += end - start
+                removed += end - start
             pos = end
+            marks.append((len(head), removed, truncated))
         self.head_of = chosen
-        return tuple(head) + src[pos:], self.head_truncated, self.head_removed
+        return tuple(head) + src[pos:], truncated, removed
+
+    def _back_to(self, n: int) -> None:
+        """The head of the first `n` entries, where it held more."""
+        if self.head_of > n:
+            del self.marks[n:]
+            del self.head[self.marks[-1][0] if self.marks else 0 :]
+            self.head_of = n
