@@ -4,12 +4,20 @@ what a fresh layer gives on that request alone, and its work grows with what eac
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 from msgspec import structs
 
 from inspector.model import Message, Role, Source, SourceKind, TextBlock, ToolCallBlock, ToolResultBlock
-from inspector.shaping import AutoCompact, Budget, ExtractiveSummarizer, OldHistorySnip, TokenMemo
+from inspector.shaping import (
+    AutoCompact,
+    Budget,
+    ExtractiveSummarizer,
+    OldHistorySnip,
+    PerToolResultBudget,
+    TokenMemo,
+)
 from inspector.shaping.base import LayerResult
 from inspector.tokens import HeuristicEstimator
 
@@ -167,3 +175,42 @@ def test_extractive_digest_goes_on_from_a_shorter_stretch_and_starts_over_on_ano
     assert "[20] a new line" not in carried.summarize(msgs[1:40])
     assert carried.summarize(msgs[1:40]) == ExtractiveSummarizer().summarize(msgs[1:40])
     assert carried.summarize(()) == ExtractiveSummarizer().summarize(())
+
+
+def long_results(turns: int) -> list[Message]:
+    """`session`, with every third tool result over the per-tool budget's 16,000 characters."""
+    out = session(turns)
+    for i, m in enumerate(out):
+        if m.tool_results and int(m.id[1:]) % 3 == 0:
+            (b,) = m.tool_results
+            out[i] = structs.replace(m, blocks=(structs.replace(b, content=b.content * 20),))
+    return out
+
+
+def test_tool_budget_request_after_request_is_its_cuts_of_each_request_alone() -> None:
+    msgs = long_results(90)
+    budget = Budget.for_window(200_000)
+    carried, memo = PerToolResultBudget(), Counting()
+    views = ledgers(msgs, 9)
+    fired = 0
+    for k, view in enumerate(views):
+        if k == len(views) // 2:
+            view = (*view[:3], structs.replace(view[3], blocks=(TextBlock(text="step x"),)), *view[4:])
+        explain = k % 3 == 0
+        got = carried.apply(view, budget, memo, explain=explain)
+        alone = PerToolResultBudget().apply(view, budget, TokenMemo(EST), explain=explain)
+        same(got, alone if explain else dataclasses.replace(alone, decisions=()))
+        assert got.tokens_after == sum(map(EST.message, got.view))
+        fired += got.fired
+    assert fired > len(views) // 2
+
+
+def test_tool_budget_cuts_only_what_each_request_added() -> None:
+    msgs = long_results(300)
+    budget = Budget.for_window(200_000)
+    carried, memo = PerToolResultBudget(), Counting()
+    for view in ledgers(msgs, 9):
+        memo.seed_view(view, sum(map(EST.message, view)))
+        carried.apply(view, budget, memo, explain=False)
+    # each ledger holds a third of the results cut: weighed afresh, about len(msgs)² / 24 lookups
+    assert memo.asked < 2 * len(msgs)
