@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from .base import (
     pressed,
 )
 from .budget import Budget
-from .groups import Group, group_spans
+from .groups import Group, _common_prefix, group_spans
 from .summarize import Summarizer, cacheable, summarizer_key
 
 SUMMARY_HEADER = "[Context auto-compacted — summary of {n} earlier messages]"
@@ -129,6 +130,7 @@ class AutoCompact:
         self.summarizer = summarizer
         self.cache = SummaryCache(cache_size)
         self._keys = _Keys()
+        self._stretches = _Stretches()
         self._folded = _Folded()
 
     def summary_for(self, segment: Sequence[Message]) -> tuple[str, str]:
@@ -161,7 +163,7 @@ class AutoCompact:
             return unchanged(f"{cause}, already at or under target {target:,}")
         groups = group_spans(src, budget.pins)
         keep = budget.groups_kept
-        found = stretches(groups, keep)
+        found = self._stretches.of(groups, keep)
         if not found:
             return unchanged(f"{cause}, but no foldable stretch outside group 0 and the last {keep} groups")
         running = before
@@ -309,3 +311,41 @@ class _Folded:
         if len(self._sums) > SUMMARY_CACHE_SIZE:
             self._sums.popitem(last=False)
         return total
+
+
+def _foldable(g: Group) -> bool:
+    return g.complete and not g.pinned and not g.summary
+
+
+class _Stretches:
+    """`stretches`, going on from the groups of the view before: the groups a view shares with
+    the one before are the same objects (`group_spans`), so only the runs from the first group
+    that differs are walked again."""
+
+    def __init__(self) -> None:
+        self._region: tuple[Group, ...] = ()
+        self._runs: list[tuple[int, int]] = []
+        """(first, past the last) index into the region of each run of foldable groups."""
+
+    def of(self, groups: Sequence[Group], keep: int) -> list[Stretch]:
+        region = tuple(groups[1 : max(1, len(groups) - keep)])
+        old, runs = self._region, self._runs
+        q = _common_prefix(old, region)
+        # the runs that ended before q hold; one that reached q goes on from its first group
+        n = bisect_left(runs, q, key=lambda r: r[1])
+        kept = runs[:n]
+        start: int | None = None
+        at = q
+        if n < len(runs) and runs[n][0] < q:
+            start = runs[n][0]  # (a run that reached q: it goes on, or ends, at the groups after)
+        for i in range(at, len(region)):
+            if _foldable(region[i]):
+                if start is None:
+                    start = i
+            elif start is not None:
+                kept.append((start, i))
+                start = None
+        if start is not None:
+            kept.append((start, len(region)))
+        self._region, self._runs = region, kept
+        return [Stretch(start=region[a].start, end=region[b - 1].end, groups=b - a) for a, b in kept]

@@ -214,3 +214,42 @@ def test_tool_budget_cuts_only_what_each_request_added() -> None:
         carried.apply(view, budget, memo, explain=False)
     # each ledger holds a third of the results cut: weighed afresh, about len(msgs)² / 24 lookups
     assert memo.asked < 2 * len(msgs)
+
+
+def test_stretches_carried_are_the_stretches_of_each_view() -> None:
+    import random
+
+    from inspector.shaping.auto_compact import _Stretches, stretches
+    from inspector.shaping.groups import Group
+
+    rng = random.Random(29)
+
+    def group(i: int, pos: int) -> Group:
+        kind = rng.random()
+        return Group(
+            index=i,
+            start=pos,
+            end=pos + 2,
+            exchange=True,
+            complete=kind > 0.1,
+            pinned=0.1 < kind < 0.15,
+            summary=False,
+        )
+
+    carried = _Stretches()
+    groups: list[Group] = [group(0, 0)]
+    checked = longest = 0
+    for step in range(400):
+        cut = len(groups)
+        if step % 17 == 5:
+            cut = rng.randrange(1, len(groups) + 1)  # a change earlier in the view
+        elif step % 29 == 7:
+            cut = max(1, len(groups) - 3)
+        groups = groups[:cut]
+        for _ in range(rng.randrange(0, 5)):
+            groups.append(group(len(groups), 2 * len(groups)))
+        keep = rng.choice((2, 4, 4, 4))
+        assert carried.of(groups, keep) == stretches(groups, keep)
+        checked += 1
+        longest = max(longest, len(groups))
+    assert checked == 400 and longest > 60
