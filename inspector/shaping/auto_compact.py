@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -129,6 +130,7 @@ class AutoCompact:
     def __init__(self, summarizer: Summarizer | None = None, cache_size: int = SUMMARY_CACHE_SIZE) -> None:
         self.summarizer = summarizer
         self.cache = SummaryCache(cache_size)
+        self._lock = threading.Lock()
         self._keys = _Keys()
         self._stretches = _Stretches()
         self._folded = _Folded()
@@ -145,6 +147,18 @@ class AutoCompact:
         return key, text
 
     def apply(
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
+    ) -> LayerResult:
+        with self._lock:  # (what it carries from the request before is one view's at a time)
+            return self._apply(view, budget, estimator, forced=forced, explain=explain)
+
+    def _apply(
         self,
         view: Sequence[Message],
         budget: Budget,

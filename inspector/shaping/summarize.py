@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -87,6 +88,7 @@ class ExtractiveSummarizer:
     name = "extractive"
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._digests: OrderedDict[int, _Digest] = OrderedDict()
         """id(first message) -> the digest of the longest stretch starting with it asked for:
         a replay folds, request after request, a stretch that is the one before and a few
@@ -95,7 +97,10 @@ class ExtractiveSummarizer:
     def summarize(self, messages: Sequence[Message]) -> str:
         if not messages:
             return _Digest(()).text()
-        stretch = tuple(messages)
+        with self._lock:  # (a digest is extended in place)
+            return self._summarize(tuple(messages))
+
+    def _summarize(self, stretch: tuple[Message, ...]) -> str:
         key = id(stretch[0])
         digest = self._digests.get(key)
         if digest is not None and digest.extends(stretch):

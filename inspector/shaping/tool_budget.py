@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -59,11 +60,24 @@ class PerToolResultBudget:
     def __init__(self) -> None:
         self._scans: dict[tuple[int, Pins], ViewScan[_Cuts]] = {}
         """Per limit: the cut copies of each message with a result over it (kept across requests)."""
+        self._lock = threading.Lock()
         self._last: _Cut | None = None
         """The view before, its cuts and its output: a replay shapes every request's ledger, each
         the one before and a few messages more, so the cuts of the front are those made before."""
 
     def apply(
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
+    ) -> LayerResult:
+        with self._lock:  # (what it carries from the request before is one view's at a time)
+            return self._apply(view, budget, estimator, forced=forced, explain=explain)
+
+    def _apply(
         self,
         view: Sequence[Message],
         budget: Budget,
