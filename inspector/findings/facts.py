@@ -430,6 +430,10 @@ class Facts:
         streak: dict[str, Change] = {}
         prev_cut: dict[str, frozenset[str]] = {}
         prev_written: dict[str, frozenset[str]] = {}
+        if self.n:
+            # every request is shaped, each with its calibrated weights: the calibration pass is
+            # run to the end at once, not one request at a time as each step would ask for it
+            replay.calibration.predictions()
         for k in range(1, self.n + 1):
             step = replay.step(k)
             result = step.result

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -22,7 +25,7 @@ from .base import (
     pressed,
 )
 from .budget import Budget
-from .groups import Group, group_spans
+from .groups import Group, _common_prefix, group_spans
 from .summarize import Summarizer, cacheable, summarizer_key
 
 SUMMARY_HEADER = "[Context auto-compacted — summary of {n} earlier messages]"
@@ -127,11 +130,15 @@ class AutoCompact:
     def __init__(self, summarizer: Summarizer | None = None, cache_size: int = SUMMARY_CACHE_SIZE) -> None:
         self.summarizer = summarizer
         self.cache = SummaryCache(cache_size)
+        self._lock = threading.Lock()
+        self._keys = _Keys()
+        self._stretches = _Stretches()
+        self._folded = _Folded()
 
     def summary_for(self, segment: Sequence[Message]) -> tuple[str, str]:
         """(cache key, summary text) for a segment, from the cache when it holds it."""
         assert self.summarizer is not None
-        key = segment_key(segment, summarizer_key(self.summarizer))
+        key = self._keys.key(tuple(segment), summarizer_key(self.summarizer))
         text = self.cache.get(key)
         if text is None:
             text = self.summarizer.summarize(segment)
@@ -140,6 +147,18 @@ class AutoCompact:
         return key, text
 
     def apply(
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
+    ) -> LayerResult:
+        with self._lock:  # (what it carries from the request before is one view's at a time)
+            return self._apply(view, budget, estimator, forced=forced, explain=explain)
+
+    def _apply(
         self,
         view: Sequence[Message],
         budget: Budget,
@@ -158,7 +177,7 @@ class AutoCompact:
             return unchanged(f"{cause}, already at or under target {target:,}")
         groups = group_spans(src, budget.pins)
         keep = budget.groups_kept
-        found = stretches(groups, keep)
+        found = self._stretches.of(groups, keep)
         if not found:
             return unchanged(f"{cause}, but no foldable stretch outside group 0 and the last {keep} groups")
         running = before
@@ -178,7 +197,7 @@ class AutoCompact:
                 source=SUMMARY_SOURCE,
                 is_summary=True,
             )
-            folded = sum(sizer.message(m) for m in segment)
+            folded = self._folded.total(segment, sizer)
             size = sizer.message(summary)
             if size >= folded:
                 rejected.append(
@@ -191,6 +210,8 @@ class AutoCompact:
                 f"{cause}; folded with {plural(len(segment) - 1, 'other message')} into summary {summary.id} "
                 f"({folded:,} -> {size:,} tokens)"
             )
+            if not explain:
+                continue  # (the caller reads the view and the figures only: no decisions)
             decisions.extend(
                 Decision(
                     message_id=m.id,
@@ -218,7 +239,7 @@ class AutoCompact:
         if not folds:
             return unchanged(f"{cause}, but no summary would lower the estimate: {'; '.join(rejected)}")
         region = groups[1 : max(1, len(groups) - keep)]
-        for g in region:
+        for g in region if explain else ():
             if g.pinned:
                 for m in g.messages(src):
                     if budget.pins(m):
@@ -226,18 +247,16 @@ class AutoCompact:
         out: list[Message] = []
         i = 0
         folded_count = 0
-        while i < len(src):
-            fold = folds.get(i)
-            if fold is None:
-                out.append(src[i])
-                i += 1
-                continue
-            st, summary = fold
+        for start in sorted(folds):
+            st, summary = folds[start]
+            out.extend(src[i:start])
             out.append(summary)
             folded_count += len(st)
             i = st.end
+        out.extend(src[i:])
         result = tuple(out)
-        after = sizer.view(result)
+        after = running
+        sizer.seed_view(result, after)  # (what summing its messages gives: each fold was so summed)
         outcome = "at or under" if after <= target else "still over"
         return acted(
             self,
@@ -253,3 +272,94 @@ class AutoCompact:
             forced=forced,
             summarized=folded_count,
         )
+
+
+class _Keys:
+    """`segment_key`, going on from the hash of the last stretch with the same first message:
+    a replay folds, request after request, a stretch that is the one before and a few more."""
+
+    def __init__(self) -> None:
+        self._hashes: OrderedDict[tuple[int, str], tuple[tuple[Message, ...], Any]] = OrderedDict()
+
+    def key(self, segment: tuple[Message, ...], summarizer: str) -> str:
+        if not segment:
+            return segment_key(segment, summarizer)
+        at = (id(segment[0]), summarizer)
+        hit = self._hashes.get(at)
+        if hit is not None and len(segment) >= len(hit[0]) and segment[: len(hit[0])] == hit[0]:
+            done, h = hit[0], hit[1].copy()
+            self._hashes.move_to_end(at)
+        else:
+            done, h = (), hashlib.sha256(summarizer.encode())
+        for m in segment[len(done) :]:
+            h.update(b"\x00")
+            h.update(msgspec.json.encode(m))
+        self._hashes[at] = (segment, h.copy())
+        if len(self._hashes) > SUMMARY_CACHE_SIZE:
+            self._hashes.popitem(last=False)
+        return str(h.hexdigest())
+
+
+class _Folded:
+    """The sum of a stretch's sizes, going on from the last stretch with the same first message
+    sized by the same sizer (the same integer sum, in the same order)."""
+
+    def __init__(self) -> None:
+        self._sizer: Sizer | None = None
+        self._sums: OrderedDict[int, tuple[tuple[Message, ...], int]] = OrderedDict()
+
+    def total(self, segment: tuple[Message, ...], sizer: Sizer) -> int:
+        if sizer is not self._sizer:
+            self._sizer, self._sums = sizer, OrderedDict()
+        if not segment:
+            return 0
+        at = id(segment[0])
+        hit = self._sums.get(at)
+        if hit is not None and len(segment) >= len(hit[0]) and segment[: len(hit[0])] == hit[0]:
+            done, total = hit
+            self._sums.move_to_end(at)
+        else:
+            done, total = (), 0
+        total += sum(map(sizer.message, segment[len(done) :]))
+        self._sums[at] = (segment, total)
+        if len(self._sums) > SUMMARY_CACHE_SIZE:
+            self._sums.popitem(last=False)
+        return total
+
+
+def _foldable(g: Group) -> bool:
+    return g.complete and not g.pinned and not g.summary
+
+
+class _Stretches:
+    """`stretches`, going on from the groups of the view before: the groups a view shares with
+    the one before are the same objects (`group_spans`), so only the runs from the first group
+    that differs are walked again."""
+
+    def __init__(self) -> None:
+        self._region: tuple[Group, ...] = ()
+        self._runs: list[tuple[int, int]] = []
+        """(first, past the last) index into the region of each run of foldable groups."""
+
+    def of(self, groups: Sequence[Group], keep: int) -> list[Stretch]:
+        region = tuple(groups[1 : max(1, len(groups) - keep)])
+        old, runs = self._region, self._runs
+        q = _common_prefix(old, region)
+        # the runs that ended before q hold; one that reached q goes on from its first group
+        n = bisect_left(runs, q, key=lambda r: r[1])
+        kept = runs[:n]
+        start: int | None = None
+        at = q
+        if n < len(runs) and runs[n][0] < q:
+            start = runs[n][0]  # (a run that reached q: it goes on, or ends, at the groups after)
+        for i in range(at, len(region)):
+            if _foldable(region[i]):
+                if start is None:
+                    start = i
+            elif start is not None:
+                kept.append((start, i))
+                start = None
+        if start is not None:
+            kept.append((start, len(region)))
+        self._region, self._runs = region, kept
+        return [Stretch(start=region[a].start, end=region[b - 1].end, groups=b - a) for a, b in kept]

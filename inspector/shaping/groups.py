@@ -11,6 +11,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from inspector.model import Message, Role, Source, ToolResultBlock
 
@@ -46,6 +47,8 @@ def _answers(message: Message, call_ids: frozenset[str]) -> bool:
         isinstance(b, ToolResultBlock) and b.call_id in call_ids for b in message.blocks
     )
 
+
+T = TypeVar("T")
 
 MEMO_SIZE = 4
 """How many recent views `group_spans` remembers the groups of."""
@@ -86,8 +89,8 @@ def group_spans(view: Sequence[Message], pins: Pins = FLOOR) -> list[Group]:
     return groups
 
 
-def _common_prefix(a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
-    """How many messages `a` and `b` share at their front (the same objects, or equal)."""
+def _common_prefix(a: tuple[T, ...], b: tuple[T, ...]) -> int:
+    """How many items (messages, groups) `a` and `b` share at their front (the same objects, or equal)."""
     n = min(len(a), len(b))
     if n == 0 or not (a[0] is b[0] or a[0] == b[0]):
         return 0

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 
 from msgspec import structs
 
@@ -13,13 +15,15 @@ from .base import (
     Decision,
     LayerResult,
     Sizer,
+    TokenMemo,
     acted,
     kept_pinned,
     plural,
     pressed,
 )
 from .budget import Budget
-from .groups import group_spans
+from .groups import Group, _common_prefix, group_spans
+from .pinning import Pins
 
 LEADER_CACHE = 65_536
 """How many exchange leaders a snip layer remembers (`OldHistorySnip._leader`)."""
@@ -46,8 +50,25 @@ class OldHistorySnip:
         without its tool calls when it has text): a replay snips every request's ledger, each
         the one before and a few messages more, so the same leaders are walked again and again;
         the same copy each time (so what sized it before sizes it again)."""
+        self._lock = threading.Lock()
+        self._plan: _Plan | None = None
+        """The removable exchanges of the view before, oldest first, with their gains: the
+        ledger of a request is the one before and a few messages more, so the exchanges the snip
+        would remove are mostly those it weighed the request before (`_Plan`)."""
 
     def apply(
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
+    ) -> LayerResult:
+        with self._lock:  # (what it carries from the request before is one view's at a time)
+            return self._apply(view, budget, estimator, forced=forced, explain=explain)
+
+    def _apply(
         self,
         view: Sequence[Message],
         budget: Budget,
@@ -66,38 +87,23 @@ class OldHistorySnip:
             return unchanged(f"{cause}, already at or under target {target:,}")
         groups = group_spans(src, budget.pins)
         keep = budget.groups_kept
-        droppable = groups[1 : max(1, len(groups) - keep)]
-        running = before
-        drop: set[int] = set()
-        replace: dict[int, Message] = {}
+        last = max(1, len(groups) - keep)
+        droppable = groups[1:last]
+        plan = self._plan_for(src, groups, last, sizer, budget)
+        # the exchanges removed are the first ones whose gains (oldest first) bring the estimate
+        # to the target: the loop of old, one group after another, stopped at the first group it
+        # met with the estimate at or under the target
+        need = before - target
+        chosen = plan.upto(need, src, groups, last, self._leader, sizer)
+        removed_groups = chosen
+        running = before - plan.cum[chosen - 1] if chosen else before
         decisions: list[Decision] = []
-        removed_groups = 0
-        for g in droppable:
-            if running <= target:
-                break
-            if not (g.exchange and g.complete) or g.pinned or g.summary:
-                continue
-            leader = src[g.start]
-            removable, kept_leader = self._leader(leader)
-            if not removable:
-                continue
-            removed = sum(sizer.message(m) for m in g.messages(src))
-            retained = sizer.message(kept_leader) if kept_leader is not None else 0
-            if removed - retained <= 0:
-                continue
-            running -= removed - retained
-            removed_groups += 1
-            if kept_leader is not None:
-                replace[g.start] = kept_leader
-            else:
-                drop.add(g.start)
-            for i in range(g.start + 1, g.end):
-                drop.add(i)
-            if not explain:
-                continue  # (the caller reads the view and the figures only: no decisions)
+        for j in range(chosen) if explain else ():
+            gi, gs, ge, _gain, kept_leader = plan.entries[j]
+            leader = src[gs]
             step = (
-                f"{cause}; tool exchange in group {g.index} of {len(groups)}, removed oldest first "
-                f"toward target {target:,} (estimate now {running:,})"
+                f"{cause}; tool exchange in group {gi} of {len(groups)}, removed oldest first "
+                f"toward target {target:,} (estimate now {before - plan.cum[j]:,})"
             )
             if kept_leader is not None:
                 n_calls = len(leader.tool_calls)
@@ -108,10 +114,10 @@ class OldHistorySnip:
                         action=Action.TRUNCATED,
                         reason=f"{step}; its text kept, its {plural(n_calls, 'tool call')} dropped",
                         tokens_before=sizer.message(leader),
-                        tokens_after=retained,
+                        tokens_after=sizer.message(kept_leader),
                     )
                 )
-            for i in range(g.start if kept_leader is None else g.start + 1, g.end):
+            for i in range(gs if kept_leader is None else gs + 1, ge):
                 decisions.append(
                     Decision(
                         message_id=src[i].id,
@@ -143,8 +149,9 @@ class OldHistorySnip:
                 for m in g.messages(src):
                     if budget.pins(m):
                         decisions.append(kept_pinned(self.name, m, sizer))
-        result = tuple(replace.get(i, m) for i, m in enumerate(src) if i not in drop)
-        after = sizer.view(result)
+        result, truncated, removed = plan.view(chosen, src)
+        after = running
+        sizer.seed_view(result, after)  # (what summing its messages gives: each gain was so summed)
         outcome = "at or under" if after <= target else "still over"
         return acted(
             self,
@@ -157,9 +164,25 @@ class OldHistorySnip:
             ),
             decisions=decisions,
             forced=forced,
-            truncated=len(replace),
-            removed=len(drop),
+            truncated=truncated,
+            removed=removed,
         )
+
+    def _plan_for(
+        self, src: tuple[Message, ...], groups: Sequence[Group], last: int, sizer: TokenMemo, budget: Budget
+    ) -> _Plan:
+        """The plan of the view before, for what `src` shares with it, or a fresh one.
+
+        A plan's entries hold for `src` as long as the same sizer sizes the same messages: an
+        exchange that ends before the first message `src` does not share with the view before
+        (and is still outside the last groups) has the same extent, flags and gain."""
+        plan = self._plan
+        if plan is None or plan.sizer is not sizer or plan.pins != budget.pins:
+            plan = self._plan = _Plan(sizer, budget.pins)
+        else:
+            plan.rebase(src, groups, last)
+        plan.src = src
+        return plan
 
     def _leader(self, leader: Message) -> tuple[bool, Message | None]:
         """(whether `leader` may lead a removable exchange: led by text or by calls only, not by
@@ -180,3 +203,112 @@ class OldHistorySnip:
             self._leaders.clear()
         self._leaders[id(leader)] = (leader, removable, kept)
         return removable, kept
+
+
+Entry = tuple[int, int, int, int, Message | None]
+"""(group index, start, end, gain, the leader's copy without its calls or None): an exchange the
+snip may remove, and what removing it saves (its messages' sizes less its kept leader's)."""
+
+
+class _Plan:
+    """The removable exchanges of a view in the order the snip removes them, weighed once.
+
+    `entries` are those of the groups before `scanned` (an index into the groups), each with a
+    positive gain; `cum[j]` is the sum of the gains of `entries[: j + 1]`. The snip removes the
+    first `j + 1` where `cum[j]` first reaches what the estimate is over the target: found by
+    bisection, so a request costs what its ledger added, not the exchanges removed. The view is
+    kept too, as its first part up to the end of the last exchange removed (`head`), which the
+    next request extends."""
+
+    def __init__(self, sizer: TokenMemo, pins: Pins) -> None:
+        self.sizer = sizer
+        self.pins = pins
+        self.src: tuple[Message, ...] = ()
+        self.entries: list[Entry] = []
+        self.cum: list[int] = []
+        self.scanned = 1
+        self.head: list[Message] = []
+        """The view's messages before `entries[self.head_of - 1]`'s end, those removed taken out."""
+        self.head_of = 0
+        self.marks: list[tuple[int, int, int]] = []
+        """After each of the first `head_of` entries: (the head's length, messages removed,
+        leaders truncated), so the head goes back to fewer entries without being made again."""
+
+    def rebase(self, src: tuple[Message, ...], groups: Sequence[Group], last: int) -> None:
+        """Keep what holds for `src`: the entries of groups that end before the first message it
+        does not share with the view before, and within the groups the snip may remove."""
+        old = self.src
+        shared = _common_prefix(old, src)
+        # the groups that end before `shared` are the same groups (their extent depends on their
+        # own messages and the one after them)
+        valid = bisect_left(groups, shared, key=lambda g: g.end)
+        valid = min(valid, self.scanned, last)
+        if valid < self.scanned:
+            n = bisect_left(self.entries, valid, key=lambda e: e[0])
+            del self.entries[n:]
+            del self.cum[n:]
+            self.scanned = max(1, valid)
+            self._back_to(n)
+
+    def upto(
+        self,
+        need: int,
+        src: tuple[Message, ...],
+        groups: Sequence[Group],
+        last: int,
+        leader: Callable[[Message], tuple[bool, Message | None]],
+        sizer: TokenMemo,
+    ) -> int:
+        """How many entries the snip removes to save `need` (all there are when they cannot)."""
+        cum = self.cum
+        if cum and cum[-1] >= need:
+            return bisect_left(cum, need) + 1
+        entries = self.entries
+        total = cum[-1] if cum else 0
+        size = sizer.message
+        g_at = self.scanned
+        while g_at < last and total < need:
+            g = groups[g_at]
+            g_at += 1
+            if not (g.exchange and g.complete) or g.pinned or g.summary:
+                continue
+            removable, kept = leader(src[g.start])
+            if not removable:
+                continue
+            removed = sum(map(size, src[g.start : g.end]))
+            retained = size(kept) if kept is not None else 0
+            gain = removed - retained
+            if gain <= 0:
+                continue
+            total += gain
+            entries.append((g.index, g.start, g.end, gain, kept))
+            cum.append(total)
+        self.scanned = g_at
+        return len(entries)
+
+    def view(self, chosen: int, src: tuple[Message, ...]) -> tuple[tuple[Message, ...], int, int]:
+        """`src` without the first `chosen` entries' exchanges (a leader with text kept, its calls
+        dropped): (the view, how many leaders were truncated, how many messages removed)."""
+        self._back_to(chosen)
+        head, marks = self.head, self.marks
+        pos = self.entries[self.head_of - 1][2] if self.head_of else 0
+        _, removed, truncated = marks[-1] if marks else (0, 0, 0)
+        for _gi, start, end, _gain, kept in self.entries[self.head_of : chosen]:
+            head.extend(src[pos:start])
+            if kept is not None:
+                head.append(kept)
+                truncated += 1
+                removed += end - start - 1
+            else:
+                removed += end - start
+            pos = end
+            marks.append((len(head), removed, truncated))
+        self.head_of = chosen
+        return tuple(head) + src[pos:], truncated, removed
+
+    def _back_to(self, n: int) -> None:
+        """The head of the first `n` entries, where it held more."""
+        if self.head_of > n:
+            del self.marks[n:]
+            del self.head[self.marks[-1][0] if self.marks else 0 :]
+            self.head_of = n

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -85,50 +87,99 @@ class ExtractiveSummarizer:
 
     name = "extractive"
 
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._digests: OrderedDict[int, _Digest] = OrderedDict()
+        """id(first message) -> the digest of the longest stretch starting with it asked for:
+        a replay folds, request after request, a stretch that is the one before and a few
+        messages more, so its digest goes on from where the last one stopped."""
+
     def summarize(self, messages: Sequence[Message]) -> str:
-        users: list[str] = []
-        files: list[str] = []
-        commands: list[str] = []
-        errors: list[str] = []
-        tools: dict[str, int] = {}
-        names: dict[str, str] = {}
-        last_text = ""
-        for m in messages:
+        if not messages:
+            return _Digest(()).text()
+        with self._lock:  # (a digest is extended in place)
+            return self._summarize(tuple(messages))
+
+    def _summarize(self, stretch: tuple[Message, ...]) -> str:
+        key = id(stretch[0])
+        digest = self._digests.get(key)
+        if digest is not None and digest.extends(stretch):
+            self._digests.move_to_end(key)
+            digest.extend(stretch)
+        else:
+            digest = _Digest(stretch)
+            self._digests[key] = digest
+            if len(self._digests) > DIGESTS:
+                self._digests.popitem(last=False)
+        return digest.text()
+
+
+DIGESTS = 8
+"""How many stretches (by their first message) an extractive summarizer goes on from."""
+
+
+class _Digest:
+    """What an extractive summary of a stretch holds, gathered message by message, so that a
+    longer stretch with the same start is digested from where this one stopped."""
+
+    def __init__(self, messages: tuple[Message, ...]) -> None:
+        self.messages: tuple[Message, ...] = ()
+        self.users: list[str] = []
+        self.files: dict[str, None] = {}
+        self.commands: dict[str, None] = {}
+        self.errors: list[str] = []
+        self.tools: dict[str, int] = {}
+        self.names: dict[str, str] = {}
+        self.last_text = ""
+        self.extend(messages)
+
+    def extends(self, messages: tuple[Message, ...]) -> bool:
+        """Whether `messages` starts with the stretch digested so far (the same objects)."""
+        n = len(self.messages)
+        return len(messages) >= n and messages[:n] == self.messages
+
+    def extend(self, messages: tuple[Message, ...]) -> None:
+        """Digest the messages of `messages` past those digested (it extends them)."""
+        users, files, commands, errors = self.users, self.files, self.commands, self.errors
+        tools, names = self.tools, self.names
+        for m in messages[len(self.messages) :]:
             if m.is_human and m.text.strip():
-                users.append(m.text)
+                users.append(f"[{len(users) + 1}] {m.text}")
             if m.role is Role.ASSISTANT:
                 if m.has_text:
-                    last_text = m.text
+                    self.last_text = m.text
                 for c in m.tool_calls:
                     names[c.id] = c.name
                     tools[c.name] = tools.get(c.name, 0) + 1
                     args = call_arguments(c.arguments)
-                    files.extend(str(args[k]) for k in PATH_KEYS if isinstance(args.get(k), str) and args[k])
-                    commands.extend(
-                        _cap(" ".join(str(args[k]).split()), LINE_CAP)
-                        for k in COMMAND_KEYS
-                        if isinstance(args.get(k), str) and args[k].strip()
-                    )
+                    for k in PATH_KEYS:
+                        if isinstance(args.get(k), str) and args[k]:
+                            files.setdefault(str(args[k]))
+                    for k in COMMAND_KEYS:
+                        if isinstance(args.get(k), str) and args[k].strip():
+                            commands.setdefault(_cap(" ".join(str(args[k]).split()), LINE_CAP))
             for b in m.blocks:
                 if isinstance(b, ToolResultBlock) and b.is_error:
                     tool = b.tool_name or names.get(b.call_id, "tool")
-                    errors.append(f"{tool}: {_cap(_first_line(b.content), LINE_CAP) or '(no message)'}")
+                    errors.append(f"- {tool}: {_cap(_first_line(b.content), LINE_CAP) or '(no message)'}")
+        self.messages = messages
+
+    def text(self) -> str:
         parts: list[str] = []
-        if users:
-            parts.append(
-                "User messages (verbatim):\n" + "\n".join(f"[{k}] {t}" for k, t in enumerate(users, 1))
-            )
+        if self.users:
+            parts.append("User messages (verbatim):\n" + "\n".join(self.users))
+        tools = self.tools
         if tools:
             counts = ", ".join(f"{name} {n}" for name, n in sorted(tools.items()))
             parts.append(f"Tool calls: {sum(tools.values())} ({counts})")
-        if files:
-            parts.append("Files touched:\n" + "\n".join(f"- {f}" for f in _unique(files)))
-        if commands:
-            parts.append("Commands run:\n" + "\n".join(f"- {c}" for c in _unique(commands)))
-        if errors:
-            parts.append("Errors:\n" + "\n".join(f"- {e}" for e in errors))
-        if last_text:
-            parts.append("Last assistant text:\n" + _cap(last_text, LAST_TEXT_CAP))
+        if self.files:
+            parts.append("Files touched:\n" + "\n".join(f"- {f}" for f in self.files))
+        if self.commands:
+            parts.append("Commands run:\n" + "\n".join(f"- {c}" for c in self.commands))
+        if self.errors:
+            parts.append("Errors:\n" + "\n".join(self.errors))
+        if self.last_text:
+            parts.append("Last assistant text:\n" + _cap(self.last_text, LAST_TEXT_CAP))
         return (
             "\n\n".join(parts) if parts else "(nothing to keep: no user message, tool call or assistant text)"
         )

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from bisect import bisect_left
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from msgspec.structs import replace
 
@@ -57,8 +60,24 @@ class PerToolResultBudget:
     def __init__(self) -> None:
         self._scans: dict[tuple[int, Pins], ViewScan[_Cuts]] = {}
         """Per limit: the cut copies of each message with a result over it (kept across requests)."""
+        self._lock = threading.Lock()
+        self._last: _Cut | None = None
+        """The view before, its cuts and its output: a replay shapes every request's ledger, each
+        the one before and a few messages more, so the cuts of the front are those made before."""
 
     def apply(
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
+    ) -> LayerResult:
+        with self._lock:  # (what it carries from the request before is one view's at a time)
+            return self._apply(view, budget, estimator, forced=forced, explain=explain)
+
+    def _apply(
         self,
         view: Sequence[Message],
         budget: Budget,
@@ -71,47 +90,70 @@ class PerToolResultBudget:
         src = tuple(view)
         before = sizer.view(src)
         limit = budget.tool_result_budget
-        out: dict[int, Message] | None = None
-        decisions: list[Decision] = []
         pins = budget.pins
         scan = self._scans.get((limit, pins))
         if scan is None:
             scan = self._scans[(limit, pins)] = ViewScan(
                 lambda m: _Cuts(m, limit) if not pins(m) and _over(m, limit) else None
             )
-        for i, cuts in scan(src, sizer):
-            m = src[i]
+        last = self._last
+        n = len(last.src) if last is not None else 0
+        if (
+            last is not None
+            and last.sizer is sizer
+            and last.key == (limit, pins)
+            and len(src) >= n
+            and src[:n] == last.src  # (in C: items are compared by identity first)
+        ):
+            # the view before and a few messages more: its cuts hold, only the new ones are made
+            outs, gain, done, base = list(last.outs), last.gain, n, last.result
+        else:
+            outs, gain, done, base = [], 0, 0, ()
+        hits = scan(src, sizer)
+        size = sizer.message
+        for i, cuts in hits[bisect_left(hits, done, key=lambda h: h[0]) :]:
             new, dropped, longest = cuts.first_fitting(sizer)
             if new is None:
                 continue
-            if out is None:
-                out = {}
-            out[i] = new
-            decisions.append(
-                Decision(
-                    message_id=m.id,
-                    layer=self.name,
-                    action=Action.TRUNCATED,
-                    reason=(
-                        f"tool result of {longest:,} chars over the {limit:,}-char tool result budget; "
-                        f"{dropped:,} chars dropped, the head kept"
-                    ),
-                    tokens_before=sizer.message(m),
-                    tokens_after=sizer.message(new),
-                )
-            )
-        if out is None:
+            outs.append((i, new, dropped, longest))
+            gain += size(src[i]) - size(new)
+        if outs and outs[-1][0] >= done:
+            tail = list(src[done:])
+            for i, new, _dropped, _longest in reversed(outs):
+                if i < done:
+                    break
+                tail[i - done] = new
+            result = base + tuple(tail)
+        else:
+            result = base + src[done:]
+        self._last = _Cut(sizer, (limit, pins), src, tuple(outs), gain, result)
+        if not outs:
             return no_change(self, src, before, f"no tool result over {limit:,} chars", forced)
-        result, after = sizer.replaced(src, out)
+        after = before - gain  # (what summing its messages gives, each cut's difference so summed)
+        sizer.seed_view(result, after)
+        decisions = [
+            Decision(
+                message_id=src[i].id,
+                layer=self.name,
+                action=Action.TRUNCATED,
+                reason=(
+                    f"tool result of {longest:,} chars over the {limit:,}-char tool result budget; "
+                    f"{dropped:,} chars dropped, the head kept"
+                ),
+                tokens_before=size(src[i]),
+                tokens_after=size(new),
+            )
+            for i, new, dropped, longest in (outs if explain else ())
+        ]
         return acted(
             self,
             result,
             before,
             after,
-            reason=f"{len(decisions):,} of the tool results over {limit:,} chars truncated",
+            reason=f"{len(outs):,} of the tool results over {limit:,} chars truncated",
             decisions=decisions,
             forced=forced,
-            truncated=len(decisions),
+            truncated=len(outs),
         )
 
     @staticmethod
@@ -138,6 +180,19 @@ class PerToolResultBudget:
             if not any(heads.values()):
                 return None, 0, max(over.values())
             heads = {j: max(0, h - max(16, h // 8)) for j, h in heads.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    """What the per-tool budget made of one view, with the sizer and parameters it used: (index,
+    cut copy, chars dropped, longest result) per message it cut, what they saved, its output."""
+
+    sizer: Sizer
+    key: tuple[int, Pins]
+    src: tuple[Message, ...]
+    outs: tuple[tuple[int, Message, int, int], ...]
+    gain: int
+    result: tuple[Message, ...]
 
 
 def _over(m: Message, limit: int) -> bool:

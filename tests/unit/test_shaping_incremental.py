@@ -1,0 +1,255 @@
+"""Layers that carry their work from one request to the next (issue 29): the history snip's plan,
+auto compact's stretch keys and sums, the extractive digest. Each gives, request after request,
+what a fresh layer gives on that request alone, and its work grows with what each ledger added."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+from msgspec import structs
+
+from inspector.model import Message, Role, Source, SourceKind, TextBlock, ToolCallBlock, ToolResultBlock
+from inspector.shaping import (
+    AutoCompact,
+    Budget,
+    ExtractiveSummarizer,
+    OldHistorySnip,
+    PerToolResultBudget,
+    TokenMemo,
+)
+from inspector.shaping.base import LayerResult
+from inspector.tokens import HeuristicEstimator
+
+EST = HeuristicEstimator()
+
+
+class Counting(TokenMemo):
+    """A memo that counts how often a layer asks it for a message's size."""
+
+    def __init__(self) -> None:
+        super().__init__(EST)
+        self.asked = 0
+
+    def message(self, message: Message) -> int:
+        self.asked += 1
+        return super().message(message)
+
+
+def session(turns: int) -> list[Message]:
+    """A system prompt, then turns of: a user line, a tool exchange (some led by text), a reply."""
+    ids = itertools.count(1)
+    out = [
+        Message(
+            id="sys",
+            role=Role.SYSTEM,
+            blocks=(TextBlock(text="You are a coding agent."),),
+            source=Source.of(SourceKind.IDENTITY),
+        )
+    ]
+    for t in range(turns):
+        out.append(Message(id=f"u{next(ids)}", role=Role.USER, blocks=(TextBlock(text=f"step {t}"),)))
+        call = ToolCallBlock(
+            id=f"c{next(ids)}", name="Bash" if t % 3 else "Read", arguments={"command": f"make t{t}"}
+        )
+        lead: tuple[TextBlock | ToolCallBlock, ...] = (
+            (TextBlock(text=f"Looking at part {t}."), call) if t % 4 == 0 else (call,)
+        )
+        out.append(Message(id=f"a{next(ids)}", role=Role.ASSISTANT, blocks=lead))
+        out.append(
+            Message(
+                id=f"r{next(ids)}",
+                role=Role.USER,
+                blocks=(
+                    ToolResultBlock(
+                        call_id=call.id, content=f"{t} " * (400 + 37 * (t % 5)), is_error=t % 7 == 0
+                    ),
+                ),
+                source=Source.of(SourceKind.TOOL_OUTPUT),
+            )
+        )
+        out.append(Message(id=f"a{next(ids)}", role=Role.ASSISTANT, blocks=(TextBlock(text=f"done {t}"),)))
+    return out
+
+
+def same(a: LayerResult, b: LayerResult) -> None:
+    assert [m.id for m in a.view] == [m.id for m in b.view]
+    assert a.view == b.view
+    assert (a.tokens_before, a.tokens_after, a.fired, a.reason) == (
+        b.tokens_before,
+        b.tokens_after,
+        b.fired,
+        b.reason,
+    )
+    assert (a.removed, a.truncated, a.summarized) == (b.removed, b.truncated, b.summarized)
+    assert a.decisions == b.decisions
+
+
+def ledgers(messages: list[Message], first: int) -> list[tuple[Message, ...]]:
+    """The ledger of each request: the first `first` messages, then one turn (4 messages) more each."""
+    whole = tuple(messages)
+    return [whole[:n] for n in range(first, len(whole) + 1, 4)]
+
+
+def test_snip_request_after_request_is_the_snip_of_each_request_alone() -> None:
+    msgs = session(160)
+    budget = Budget.for_window(60_000)
+    carried, memo = OldHistorySnip(), Counting()
+    fired = 0
+    views = ledgers(msgs, 41)
+    for k, view in enumerate(views):
+        if k == len(views) // 2:
+            # an earlier layer changed a message well inside what the snip removes: the plan
+            # goes back to it and no further
+            i = 10
+            view = (*view[:i], structs.replace(view[i], blocks=(TextBlock(text="step x"),)), *view[i + 1 :])
+        explain = k % 5 == 0
+        got = carried.apply(view, budget, memo, explain=explain)
+        alone = OldHistorySnip().apply(view, budget, TokenMemo(EST), explain=explain)
+        same(got, alone)
+        fired += got.fired
+    assert fired > len(views) // 2
+    # a lower target on the last request removes more; a higher one fewer (the head goes back)
+    for ratio in (0.3, 0.9, 0.5):
+        b = Budget.for_window(60_000, target_ratio=ratio)
+        same(carried.apply(views[-1], b, memo), OldHistorySnip().apply(views[-1], b, TokenMemo(EST)))
+
+
+def test_snip_asks_for_sizes_in_proportion_to_what_each_request_added() -> None:
+    msgs = session(400)
+    budget = Budget.for_window(60_000)
+    views = ledgers(msgs, 41)
+    carried, memo = OldHistorySnip(), Counting()
+    alone_asked = 0
+    for view in views:
+        memo.seed_view(view, sum(map(EST.message, view)))
+        carried.apply(view, budget, memo, explain=False)
+        fresh = Counting()
+        fresh.seed_view(view, sum(map(EST.message, view)))
+        OldHistorySnip().apply(view, budget, fresh, explain=False)
+        alone_asked += fresh.asked
+    # every request removes more of the old exchanges: weighed afresh, that is quadratic
+    assert alone_asked > 40 * len(msgs)
+    assert memo.asked < 3 * len(msgs)
+
+
+def compact_budget() -> Budget:
+    return Budget.for_window(60_000, groups_kept=4)
+
+
+def test_auto_compact_request_after_request_is_its_fold_of_each_request_alone() -> None:
+    msgs = session(120)
+    carried, memo = AutoCompact(ExtractiveSummarizer()), Counting()
+    fired = 0
+    for k, view in enumerate(ledgers(msgs, 41)):
+        explain = k % 4 == 0
+        got = carried.apply(view, compact_budget(), memo, explain=explain)
+        alone = AutoCompact(ExtractiveSummarizer()).apply(
+            view, compact_budget(), TokenMemo(EST), explain=explain
+        )
+        same(got, alone)
+        fired += got.fired
+        if not explain:
+            assert got.decisions == ()
+    assert fired > 10
+
+
+def test_auto_compact_sums_each_stretch_from_where_the_last_stopped() -> None:
+    msgs = session(300)
+    carried, memo = AutoCompact(ExtractiveSummarizer()), Counting()
+    views = ledgers(msgs, 41)
+    for view in views:
+        memo.seed_view(view, sum(map(EST.message, view)))
+        carried.apply(view, compact_budget(), memo, explain=False)
+    # the stretch folded grows with the ledger: summed afresh, about len(msgs)² / 8 lookups
+    assert memo.asked < 3 * len(msgs) + 2 * len(views)
+
+
+def test_extractive_digest_goes_on_from_a_shorter_stretch_and_starts_over_on_another() -> None:
+    msgs = tuple(session(30))
+    carried = ExtractiveSummarizer()
+    for n in (5, 9, 9, 40, 121):
+        assert carried.summarize(msgs[1:n]) == ExtractiveSummarizer().summarize(msgs[1:n])
+    other = (*msgs[1:20], Message(id="x", role=Role.USER, blocks=(TextBlock(text="a new line"),)))
+    assert carried.summarize(other) == ExtractiveSummarizer().summarize(other)
+    assert "[20] a new line" not in carried.summarize(msgs[1:40])
+    assert carried.summarize(msgs[1:40]) == ExtractiveSummarizer().summarize(msgs[1:40])
+    assert carried.summarize(()) == ExtractiveSummarizer().summarize(())
+
+
+def long_results(turns: int) -> list[Message]:
+    """`session`, with every third tool result over the per-tool budget's 16,000 characters."""
+    out = session(turns)
+    for i, m in enumerate(out):
+        if m.tool_results and int(m.id[1:]) % 3 == 0:
+            (b,) = m.tool_results
+            out[i] = structs.replace(m, blocks=(structs.replace(b, content=b.content * 20),))
+    return out
+
+
+def test_tool_budget_request_after_request_is_its_cuts_of_each_request_alone() -> None:
+    msgs = long_results(90)
+    budget = Budget.for_window(200_000)
+    carried, memo = PerToolResultBudget(), Counting()
+    views = ledgers(msgs, 9)
+    fired = 0
+    for k, view in enumerate(views):
+        if k == len(views) // 2:
+            view = (*view[:3], structs.replace(view[3], blocks=(TextBlock(text="step x"),)), *view[4:])
+        explain = k % 3 == 0
+        got = carried.apply(view, budget, memo, explain=explain)
+        alone = PerToolResultBudget().apply(view, budget, TokenMemo(EST), explain=explain)
+        same(got, alone if explain else dataclasses.replace(alone, decisions=()))
+        assert got.tokens_after == sum(map(EST.message, got.view))
+        fired += got.fired
+    assert fired > len(views) // 2
+
+
+def test_tool_budget_cuts_only_what_each_request_added() -> None:
+    msgs = long_results(300)
+    budget = Budget.for_window(200_000)
+    carried, memo = PerToolResultBudget(), Counting()
+    for view in ledgers(msgs, 9):
+        memo.seed_view(view, sum(map(EST.message, view)))
+        carried.apply(view, budget, memo, explain=False)
+    # each ledger holds a third of the results cut: weighed afresh, about len(msgs)² / 24 lookups
+    assert memo.asked < 2 * len(msgs)
+
+
+def test_stretches_carried_are_the_stretches_of_each_view() -> None:
+    import random
+
+    from inspector.shaping.auto_compact import _Stretches, stretches
+    from inspector.shaping.groups import Group
+
+    rng = random.Random(29)
+
+    def group(i: int, pos: int) -> Group:
+        kind = rng.random()
+        return Group(
+            index=i,
+            start=pos,
+            end=pos + 2,
+            exchange=True,
+            complete=kind > 0.1,
+            pinned=0.1 < kind < 0.15,
+            summary=False,
+        )
+
+    carried = _Stretches()
+    groups: list[Group] = [group(0, 0)]
+    checked = longest = 0
+    for step in range(400):
+        cut = len(groups)
+        if step % 17 == 5:
+            cut = rng.randrange(1, len(groups) + 1)  # a change earlier in the view
+        elif step % 29 == 7:
+            cut = max(1, len(groups) - 3)
+        groups = groups[:cut]
+        for _ in range(rng.randrange(0, 5)):
+            groups.append(group(len(groups), 2 * len(groups)))
+        keep = rng.choice((2, 4, 4, 4))
+        assert carried.of(groups, keep) == stretches(groups, keep)
+        checked += 1
+        longest = max(longest, len(groups))
+    assert checked == 400 and longest > 60
