@@ -123,3 +123,17 @@ def test_pieces_counts_what_the_regex_matches_on_the_corpus_results() -> None:
     assert len(texts) > 500
     assert sum(not t.isascii() for t in texts) > 100
     assert [pieces(t) for t in texts] == [_pieces_by_regex(t) for t in texts]
+
+
+def test_every_wide_space_is_seen_by_its_leading_bytes() -> None:
+    """`pieces` leaves text to the regex where a whitespace beyond ASCII may be: every one."""
+    import re
+
+    from inspector.tokens.calibration.features import _ASCII_SPACES, _WIDE_SPACE, _WIDE_SPACE_LEADS
+
+    spaces = [chr(i) for i in range(0x110000) if re.match(r"\s", chr(i))]
+    wide = [c for c in spaces if ord(c) > 127]
+    assert {ord(c) for c in spaces if ord(c) <= 127} == set(_ASCII_SPACES)
+    assert len(wide) == 19
+    assert all(_WIDE_SPACE.match(c) for c in wide)
+    assert all(c.encode().startswith(_WIDE_SPACE_LEADS) for c in wide)

@@ -157,7 +157,8 @@ _ASCII_SPACES = frozenset(b" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f")
 """The ASCII characters `\\s` matches (str patterns: those `str.isspace` says)."""
 _WIDE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 """The other characters `\\s` matches; their UTF-8 starts with one of `_WIDE_SPACE_LEADS`."""
-_WIDE_SPACE_LEADS = (b"\xc2", b"\xe1", b"\xe2", b"\xe3")
+_WIDE_SPACE_LEADS = (b"\xc2", b"\xe1", b"\xe3", b"\xe2\x80", b"\xe2\x81")
+"""(E2 alone is in every Read: its line arrow is E2 86 92.)"""
 
 
 def _flags(test: Callable[[int], bool]) -> bytes:
