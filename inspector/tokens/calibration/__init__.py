@@ -195,6 +195,13 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
     4, ~50 tokens each at 10, which is 106 under; Bash: ~110-130 at 8 and 11, none at 12). A floor
     for a model that learns its mean. chiphuyen (23) is set by the TodoWrite echo of requests 7,
     8 and 10 (checked before) and request 6 (stale output after /init).
+  - Requests whose cache read fell within the cache's life but not to 0 (31 on lroystack,
+    thomasjmcgovern, kesslerio, applabnl and conneroisu; the read falls back to the system prompt):
+    29 add a new user turn, and the two that do not hold reasoning in the current turn
+    (lroystack request 33, 7,123 characters, 2,881 over; kesslerio 8, opus, 155 over). The read is
+    reported after the request, so it cannot size it; not learning from these requests made
+    lroystack 0.533% -> 0.633%, kesslerio 0.473% -> 0.683% (any fall) and thomasjmcgovern
+    0.383% -> 0.454%: the turn boundaries they hold teach the strip share.
 
 The package's modules, each a step further from the transcript:
 
