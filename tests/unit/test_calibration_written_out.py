@@ -81,3 +81,59 @@ def test_the_two_message_case_answers_where_the_general_case_ends_in_its_first_r
     c = _Pending(MESSAGE, 1.0, 0.0, {}, 0.0)
     assert _targets_two(100, c, b) is None
     assert _targets(100, [c, b]) == [0.0, 100.0]
+
+
+PIECE_CHARS = st.sampled_from(
+    list(' \t\n\r\x0b\x0c\x1c\x1faZz09.,-_{}"é€—…\x85\xa0\u1680\u2003\u2028\u205f\u3000\ud800😀')
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.one_of(PIECE_CHARS, st.sampled_from(["1234567", "    ", " \n ", "ab cd"])), max_size=40))
+@example([])
+@example(["1234567", "1234567"])  # one run of 14 digits: five pieces
+@example([" ", " ", "a"])
+@example(["\n", "a", "\t"])
+def test_pieces_counts_what_the_regex_matches(chunks: list[str]) -> None:
+    from inspector.tokens.calibration.features import _pieces_by_regex, pieces
+
+    text = "".join(chunks)
+    assert pieces(text) == _pieces_by_regex(text)
+
+
+def test_pieces_counts_what_the_regex_matches_on_the_corpus_results() -> None:
+    """Every tool result of the corpus (code, JSON, logs, CJK, emoji): the same count."""
+    import pytest
+
+    from inspector.formats import load
+    from inspector.model import ToolResultBlock
+    from inspector.tokens.calibration.features import _pieces_by_regex, pieces
+    from tests.conftest import CORPUS
+
+    files = sorted([*CORPUS.glob("*/*.jsonl"), *CORPUS.glob("*/*-chat.json")])
+    if not files:
+        pytest.skip(f"the shared corpus is not here ({CORPUS} absent)")
+    texts = {
+        b.content
+        for f in files
+        for m in load(str(f)).messages
+        for b in m.blocks
+        if isinstance(b, ToolResultBlock) and b.content
+    }
+    assert len(texts) > 500
+    assert sum(not t.isascii() for t in texts) > 100
+    assert [pieces(t) for t in texts] == [_pieces_by_regex(t) for t in texts]
+
+
+def test_every_wide_space_is_seen_by_its_leading_bytes() -> None:
+    """`pieces` leaves text to the regex where a whitespace beyond ASCII may be: every one."""
+    import re
+
+    from inspector.tokens.calibration.features import _ASCII_SPACES, _WIDE_SPACE, _WIDE_SPACE_LEADS
+
+    spaces = [chr(i) for i in range(0x110000) if re.match(r"\s", chr(i))]
+    wide = [c for c in spaces if ord(c) > 127]
+    assert {ord(c) for c in spaces if ord(c) <= 127} == set(_ASCII_SPACES)
+    assert len(wide) == 19
+    assert all(_WIDE_SPACE.match(c) for c in wide)
+    assert all(c.encode().startswith(_WIDE_SPACE_LEADS) for c in wide)

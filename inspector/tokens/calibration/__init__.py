@@ -105,6 +105,9 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   `tool_result_words` coefficient beside the ratio (prior 0, sd 0.3: lroystack 0.633% -> 1.000%,
   the two collinear coefficients split by the first small results), and sizing results by pieces
   alone (1.24 x pieces: kesslerio 0.412%, but chiphuyen 0.602% -> 1.288%, conneroisu max 9.7%).
+  `features.pieces` counts what the regex matches without running it (the same counts; a test
+  holds them equal): the delta pass on the 10-copy benchmark file, CPU 0.174 s with the regex,
+  0.121 s now, 0.076 s without the feature.
 - ExitPlanMode with a `planFilePath` (Claude Code 2.1): its plan argument is not billed
   (`billed_call`, pooknast-da0d9633 request 19). Claude Code 2.0 writes the plan as the model's
   own argument and it is billed (thomasjmcgovern-fb36f7a7, 8 calls).
@@ -162,6 +165,43 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   (mean error -104 to +41 tokens over the 12 files). Pricing letter runs apart from other pieces
   (1.14 and 1.30 tokens): within-tool spread 2.6% against 2.1%, not kept; pieces of a response's
   large tool calls (Write, Edit: their output is mostly final): summary 0.534% -> 0.535%.
+- Checked on the four files just above the target (lroystack, fasthooks, chiphuyen, conneroisu),
+  not kept (heuristic table, summary p95 0.534% before each):
+  - Whitespace in results. On the 58 requests whose only new result has 4,000+ characters (9
+    files; the result's calibrated weight), within one tool of one file tokens per piece spread
+    (median / p90 of the log deviation) 1.9% / 6.5% with a run of whitespace as one piece;
+    splitting runs into chunks of 8, 4 or 2 characters: 2.7 / 7.5, 3.0 / 13.0, 7.5 / 22.7; an
+    extra 0.05 / 0.1 / 0.3 token per character of whitespace runs beside the pieces (per file p90
+    7.5%): 7.0%, 8.7%, 16.3%. A run costs about one token whatever its length, as pieces say, and
+    the misses left go both ways (lroystack request 68, 5,794 such characters: 511 under; 14, 1,094:
+    680 over). Digits one piece each (Claude's tokenizer may split numbers finer): 2.1% / 8.4%.
+  - Pieces of user text too (harness text, prompts, summaries), on the results' coefficient or
+    their own (prior 0.3, sd 0.2): no file's p95 moves by more than 0.007 point, summary unchanged.
+  - A feature per error result (`is_error`; fasthooks' Bash results learned ~130 extra tokens
+    from two failed commands, requests 8 and 11, then over-predicted a successful one, request 12,
+    by 114): prior sd 50 or 150, fasthooks 0.534% -> 0.519%, applabnl 0.305% -> 0.294%, but
+    lroystack 0.533% -> 0.576% (summary 0.548%). Over the corpus the requests that add an error
+    result are not missed one way (median error per error result -13 to +98 tokens by file).
+  - Pieces only for results of N characters or more: N = 300, summary 0.525% (lroystack and
+    fasthooks 0.525%, patternstack +0.006); 1,000: fasthooks 0.601%; 3,000: conneroisu 0.840%. A
+    size picked off this table would be a constant tuned to it.
+  - Wider per-tool priors (how far a tool's first results move its own coefficients): ratio sd
+    0.1, summary 0.538% (pooknast +0.108), 0.2: 0.588%; extra sd 50: 0.617%, 100: 0.573%
+    (kesslerio +0.136), 400: 0.539% (pooknast +0.246); `benchmarks.calibration_priors` keeps
+    0.05 and 200.
+  - fasthooks (11 requests: its p95 is its largest miss) is not missed on framing (the per-block
+    and per-message coefficients stay within 4.8-6.8 and 2.8-4.8 over the session): the misses are
+    hook output the file does not hold, inconsistent within the session (Writes: none at request
+    4, ~50 tokens each at 10, which is 106 under; Bash: ~110-130 at 8 and 11, none at 12). A floor
+    for a model that learns its mean. chiphuyen (23) is set by the TodoWrite echo of requests 7,
+    8 and 10 (checked before) and request 6 (stale output after /init).
+  - Requests whose cache read fell within the cache's life but not to 0 (31 on lroystack,
+    thomasjmcgovern, kesslerio, applabnl and conneroisu; the read falls back to the system prompt):
+    29 add a new user turn, and the two that do not hold reasoning in the current turn
+    (lroystack request 33, 7,123 characters, 2,881 over; kesslerio 8, opus, 155 over). The read is
+    reported after the request, so it cannot size it; not learning from these requests made
+    lroystack 0.533% -> 0.633%, kesslerio 0.473% -> 0.683% (any fall) and thomasjmcgovern
+    0.383% -> 0.454%: the turn boundaries they hold teach the strip share.
 
 The package's modules, each a step further from the transcript:
 
