@@ -76,7 +76,13 @@ def _add(a: Money, b: Money) -> Money:
 
 def _rounded(m: Money) -> Money:
     """To a millionth of a dollar, for JSON and equality in tests."""
-    return Money(**{k: round(getattr(m, k), 6) for k in Money.__struct_fields__})
+    return Money(
+        input=round(m.input, 6),
+        cache_write=round(m.cache_write, 6),
+        cache_read=round(m.cache_read, 6),
+        output=round(m.output, 6),
+        total=round(m.total, 6),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,17 +122,12 @@ class Prices:
 
     def cost(self, usage: Usage) -> Money:
         whole = usage.context
-
-        def part(price: Tiered, n: int) -> float:
-            return float(price.at(whole) * n / PER)
-
-        parts = {
-            "input": part(self.input, usage.input),
-            "cache_write": part(self.cache_write, usage.cache_write),
-            "cache_read": part(self.cache_read, usage.cache_read),
-            "output": part(self.output, usage.output),
-        }
-        return Money(**parts, total=sum(parts.values()))
+        # Each part exact in Decimal, then to float; the total their sum, as `sum` adds them.
+        i = float(self.input.at(whole) * usage.input / PER)
+        w = float(self.cache_write.at(whole) * usage.cache_write / PER)
+        r = float(self.cache_read.at(whole) * usage.cache_read / PER)
+        o = float(self.output.at(whole) * usage.output / PER)
+        return Money(input=i, cache_write=w, cache_read=r, output=o, total=sum((i, w, r, o)))
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -188,6 +189,8 @@ class PriceTable:
         self.library = _library_dir()
         self.cache = _cache_file() if cache is None else cache
         self._entries: dict[str, dict[str, Any] | None] = {}
+        self._parsed: dict[str, Prices | None] = {}
+        """`_entries` read into `Prices`, once per (model, day): reading one is 20 times its use."""
         self._dirty = False
         self.version = "?"
         self.date: str | None = None
@@ -251,12 +254,17 @@ class PriceTable:
     def prices(self, model: str, day: date) -> Prices | None:
         """`model`'s prices on `day`; None where the library has none."""
         key = f"{model}|{day.isoformat()}"
+        try:
+            return self._parsed[key]
+        except KeyError:
+            pass
         if key not in self._entries:
             found = _look_up(model, day) if self.available else None
             self._entries[key] = found.as_json() if found is not None else None
             self._dirty = True
         raw = self._entries[key]
-        return Prices.from_json(raw) if raw is not None else None
+        parsed = self._parsed[key] = Prices.from_json(raw) if raw is not None else None
+        return parsed
 
 
 def _look_up(model: str, day: date) -> Prices | None:
