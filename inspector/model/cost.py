@@ -13,8 +13,9 @@ includes reasoning), each times its price. A request that reported no usage has 
 
 The library's import takes about 0.25 s (pydantic, httpx, a 1.6 MB price table), as long as a
 whole report of a 3 MB session. So the prices a session needs are kept, once looked up, in a
-small file of the user's cache folder (`$XDG_CACHE_HOME/context-inspector/prices.json`, made
-anew when the installed library changes): a report whose prices are there does not import it.
+small file of the user's cache folder (`$XDG_CACHE_HOME/context-inspector/prices.json`, one
+table per installed library, `TABLES_KEPT` of them, made anew when that library changes): a
+report whose prices are there does not import it.
 """
 
 from __future__ import annotations
@@ -178,6 +179,10 @@ def _table_date(data_file: Path) -> str | None:
     return newest.isoformat() if newest else None
 
 
+TABLES_KEPT = 4
+"""Installs of the library whose prices the cache file keeps (the most recently saved)."""
+
+
 def _cache_file() -> Path:
     return cache_folder() / "prices.json"
 
@@ -223,25 +228,33 @@ class PriceTable:
         when = f" (prices checked up to {self.date})" if self.date else ""
         return f"genai-prices {self.version}{when}"
 
-    def _read(self) -> dict[str, Any] | None:
+    def _tables(self) -> list[dict[str, Any]]:
+        """The file's tables, one per installed library (newest first): several installs (a
+        pipx one, a project's virtual environment) share the cache folder, and each keeping only
+        its own would have every report of another one import the library again."""
         try:
             raw = json.loads(self.cache.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return None
-        if (
-            not isinstance(raw, dict)
-            or raw.get("key") != self._key
-            or not isinstance(raw.get("prices"), dict)
-        ):
-            return None
-        return raw
+            return []
+        tables = raw.get("tables") if isinstance(raw, dict) else None
+        if not isinstance(tables, list):
+            return []
+        return [t for t in tables if isinstance(t, dict) and isinstance(t.get("key"), str)]
+
+    def _read(self) -> dict[str, Any] | None:
+        for table in self._tables():
+            if table["key"] == self._key:
+                return table if isinstance(table.get("prices"), dict) else None
+        return None
 
     def save(self) -> None:
         """Keep what was looked up (nothing is written when nothing new was; errors are ignored:
         a read-only home only costs the next report the library's import)."""
         if not self._dirty or not self.available:
             return
-        data = {"key": self._key, "version": self.version, "date": self.date, "prices": self._entries}
+        mine = {"key": self._key, "version": self.version, "date": self.date, "prices": self._entries}
+        others = [t for t in self._tables() if t["key"] != self._key][: TABLES_KEPT - 1]
+        data = {"tables": [mine, *others]}
         try:
             self.cache.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.cache.with_suffix(f".{os.getpid()}.tmp")

@@ -345,6 +345,35 @@ def test_prices_once_looked_up_spare_the_library_import(tmp_path: Path) -> None:
     assert (tmp_path / "context-inspector" / "prices.json").is_file()
 
 
+def test_installs_sharing_the_cache_folder_keep_each_its_prices(tmp_path: Path) -> None:
+    """Another install of the library (another virtual environment) saving its prices leaves
+    this one's in the file: neither has to import the library again for the other."""
+    from datetime import date
+
+    from inspector.model.cost import TABLES_KEPT, PriceTable
+
+    cache = tmp_path / "prices.json"
+    foreign = {"key": "/elsewhere/genai_prices:1:2", "version": "0.0.1", "date": None, "prices": {"m|x": None}}
+    cache.write_text(json.dumps({"tables": [foreign]}), encoding="utf-8")
+    table = PriceTable(cache=cache)
+    assert table.available and table._dirty  # not its table: made anew
+    sonnet = table.prices("claude-sonnet-4-5", date(2025, 11, 1))
+    assert sonnet is not None and str(sonnet.input.base) == "3"
+    table.save()
+    saved = json.loads(cache.read_text(encoding="utf-8"))["tables"]
+    assert [t["key"] for t in saved] == [table._key, foreign["key"]]
+    assert saved[1] == foreign
+    again = PriceTable(cache=cache)
+    assert not again._dirty and again.prices("claude-sonnet-4-5", date(2025, 11, 1)) == sonnet
+    assert not again._dirty  # read from the file, not looked up
+    many = [{**foreign, "key": f"/install-{i}:1:2"} for i in range(TABLES_KEPT + 2)]
+    cache.write_text(json.dumps({"tables": many}), encoding="utf-8")
+    table.prices("claude-sonnet-4-5", date(2025, 11, 2))
+    table.save()
+    kept = [t["key"] for t in json.loads(cache.read_text(encoding="utf-8"))["tables"]]
+    assert kept == [table._key, *[t["key"] for t in many[: TABLES_KEPT - 1]]]
+
+
 def test_the_gauge_says_the_cost_of_the_request() -> None:
     from inspector.model.cost import money_at
 
