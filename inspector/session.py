@@ -19,8 +19,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from inspector.findings import Finding, find_all
-from inspector.live import Follower, FollowUpdate
 from inspector.model import RecordedEvent, Transcript
 from inspector.model.bulk import paused_gc
 from inspector.replay import Replay, ReplayError, Step
@@ -28,6 +26,8 @@ from inspector.replay.folded import OpenedCompaction, compaction_at, opened
 from inspector.shaping import Policy
 
 if TYPE_CHECKING:
+    from inspector.findings import Finding
+    from inspector.live import Follower, FollowUpdate
     from inspector.replay.composition import Composition
 
 __all__ = [
@@ -303,6 +303,8 @@ class Session:
         cached = self.cached_findings(generation)
         if cached is not None:
             return cached
+        from inspector.findings import find_all
+
         with self.held():
             found = find_all(replay)
         if generation == self.generation:
