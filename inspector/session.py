@@ -73,6 +73,13 @@ Layout = Callable[[Replay, Step, list[RecordedEvent], OpenedCompaction | None], 
 """Lays a shaped request out for the screen: (replay, step, events before it, its compaction)."""
 
 
+def find_all(replay: Replay) -> list[Finding]:
+    """`inspector.findings.find_all`, imported when first asked for (not on the first frame)."""
+    from inspector.findings import find_all as found
+
+    return found(replay)
+
+
 def open_compaction(replay: Replay, k: int) -> OpenedCompaction | None:
     """The compaction the harness recorded right before request k, opened (hold the replay's
     lock: it shapes the request before it); None where there is none, or it cannot be opened."""
@@ -303,8 +310,6 @@ class Session:
         cached = self.cached_findings(generation)
         if cached is not None:
             return cached
-        from inspector.findings import find_all
-
         with self.held():
             found = find_all(replay)
         if generation == self.generation:
@@ -403,6 +408,11 @@ class Session:
             if cancelled():
                 return False
             time.sleep(0.05)
+        # Like the scan, it steps aside while a request is being shown and for its frames: begun
+        # as the first columns were drawn, it took the GIL from their frame (a pass of 35 ms at
+        # 4,710 requests).
+        while not cancelled() and (self.waiting.busy or self.clock() < self.rests_until):
+            time.sleep(0.01)
         if cancelled():
             return False
         replay.harness_estimates()
