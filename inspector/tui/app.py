@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -1659,11 +1660,14 @@ class MainScreen(Screen[None]):
         return False
 
     def _picker_below(self) -> bool:
-        from inspector.tui.picker import PickerScreen
-
+        picker = sys.modules.get("inspector.tui.picker")  # never imported: no picker was opened
+        if picker is None:
+            return False
         stack = self.app.screen_stack
         return (
-            self in stack and stack.index(self) > 0 and isinstance(stack[stack.index(self) - 1], PickerScreen)
+            self in stack
+            and stack.index(self) > 0
+            and isinstance(stack[stack.index(self) - 1], picker.PickerScreen)
         )
 
     def action_sessions(self) -> None:
@@ -1775,9 +1779,9 @@ class InspectorApp(App[None]):
         notify(self.screen, f"theme {theme}, remembered in {path}", title="theme", timeout=3)
 
     def get_default_screen(self) -> Screen[None]:
-        from inspector.tui.picker import PickerScreen
-
         if self.transcript is None:
+            from inspector.tui.picker import PickerScreen
+
             return PickerScreen(
                 sessions=self.sessions, now=self.now, home=self.home, policy=self.policy, window=self.window
             )
