@@ -24,7 +24,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -92,6 +92,19 @@ class Tiered:
 
     base: Decimal
     tiers: tuple[tuple[int, Decimal], ...] = ()
+    per_token: tuple[tuple[int, int, int], ...] = field(init=False, repr=False, compare=False)
+    """(start, numerator, denominator) of the price of one token from each tier's start on, the
+    highest first, then the base's (start -1): exact fractions, so that `dollars` divides
+    integers, as `float(price * n / PER)` would give (both are the exact quotient, correctly
+    rounded to a float) in a tenth of the time."""
+
+    def __post_init__(self) -> None:
+        starts = [(start, price) for start, price in reversed(self.tiers)] + [(-1, self.base)]
+        ratios = []
+        for start, price in starts:
+            num, den = price.as_integer_ratio()
+            ratios.append((start, num, den * PER))
+        object.__setattr__(self, "per_token", tuple(ratios))
 
     def at(self, whole_input: int) -> Decimal:
         """The price for a request whose whole input is `whole_input` tokens (the library's rule:
@@ -100,6 +113,15 @@ class Tiered:
             if whole_input > start:
                 return price
         return self.base
+
+    def dollars(self, whole_input: int, tokens: int) -> float:
+        """`float(self.at(whole_input) * tokens / PER)`: what `tokens` cost at the price for a
+        request whose whole input is `whole_input` tokens."""
+        for start, num, den in self.per_token:
+            if whole_input > start:
+                return num * tokens / den
+        num, den = self.per_token[-1][1:]
+        return num * tokens / den
 
     def as_json(self) -> list[Any]:
         return [str(self.base), [[s, str(p)] for s, p in self.tiers]]
@@ -123,11 +145,11 @@ class Prices:
 
     def cost(self, usage: Usage) -> Money:
         whole = usage.context
-        # Each part exact in Decimal, then to float; the total their sum, as `sum` adds them.
-        i = float(self.input.at(whole) * usage.input / PER)
-        w = float(self.cache_write.at(whole) * usage.cache_write / PER)
-        r = float(self.cache_read.at(whole) * usage.cache_read / PER)
-        o = float(self.output.at(whole) * usage.output / PER)
+        # Each part the exact quotient rounded to a float; the total their sum, as `sum` adds them.
+        i = self.input.dollars(whole, usage.input)
+        w = self.cache_write.dollars(whole, usage.cache_write)
+        r = self.cache_read.dollars(whole, usage.cache_read)
+        o = self.output.dollars(whole, usage.output)
         return Money(input=i, cache_write=w, cache_read=r, output=o, total=sum((i, w, r, o)))
 
     def as_json(self) -> dict[str, Any]:

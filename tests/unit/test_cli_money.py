@@ -345,6 +345,24 @@ def test_prices_once_looked_up_spare_the_library_import(tmp_path: Path) -> None:
     assert (tmp_path / "context-inspector" / "prices.json").is_file()
 
 
+def test_a_price_in_exact_fractions_gives_the_float_of_the_decimal_product() -> None:
+    """`Tiered.dollars` divides integers where the cost was `float(price * n / PER)` in Decimal:
+    both are the exact quotient rounded once, so every part, and so every sum, is the same float."""
+    import random
+    from decimal import Decimal
+
+    from inspector.model.cost import PER, Tiered
+
+    rng = random.Random(29)
+    prices = ["3", "15", "0.3", "0.30", "3.75", "0.08", "1.25", "0.075", "6.25", "0.5", "22.5", "0.0001", "1E+1"]
+    prices += [str(Decimal(rng.randrange(1, 10**7)) / Decimal(10 ** rng.randrange(0, 9))) for _ in range(200)]
+    for text in prices:
+        tiered = Tiered(Decimal(text), ((200_000, Decimal(text) * 2), (1_000_000, Decimal(text) * 3)))
+        for n in [0, 1, 3, 7, 999_999, 10**6, 123_456_789, *(rng.randrange(0, 10**8) for _ in range(50))]:
+            for whole in (0, 200_000, 200_001, 999_999, 1_000_001):
+                assert tiered.dollars(whole, n) == float(tiered.at(whole) * n / PER), (text, n, whole)
+
+
 def test_installs_sharing_the_cache_folder_keep_each_its_prices(tmp_path: Path) -> None:
     """Another install of the library (another virtual environment) saving its prices leaves
     this one's in the file: neither has to import the library again for the other."""
