@@ -19,8 +19,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from inspector.findings import Finding, find_all
-from inspector.live import Follower, FollowUpdate
 from inspector.model import RecordedEvent, Transcript
 from inspector.model.bulk import paused_gc
 from inspector.replay import Replay, ReplayError, Step
@@ -28,6 +26,8 @@ from inspector.replay.folded import OpenedCompaction, compaction_at, opened
 from inspector.shaping import Policy
 
 if TYPE_CHECKING:
+    from inspector.findings import Finding
+    from inspector.live import Follower, FollowUpdate
     from inspector.replay.composition import Composition
 
 __all__ = [
@@ -71,6 +71,13 @@ paint), the scan rests, and for `SCAN_TAIL_S` after it is shown, its frames goin
 V = TypeVar("V")
 Layout = Callable[[Replay, Step, list[RecordedEvent], OpenedCompaction | None], V]
 """Lays a shaped request out for the screen: (replay, step, events before it, its compaction)."""
+
+
+def find_all(replay: Replay) -> list[Finding]:
+    """`inspector.findings.find_all`, imported when first asked for (not on the first frame)."""
+    from inspector.findings import find_all as found
+
+    return found(replay)
 
 
 def open_compaction(replay: Replay, k: int) -> OpenedCompaction | None:

@@ -13,8 +13,9 @@ includes reasoning), each times its price. A request that reported no usage has 
 
 The library's import takes about 0.25 s (pydantic, httpx, a 1.6 MB price table), as long as a
 whole report of a 3 MB session. So the prices a session needs are kept, once looked up, in a
-small file of the user's cache folder (`$XDG_CACHE_HOME/context-inspector/prices.json`, made
-anew when the installed library changes): a report whose prices are there does not import it.
+small file of the user's cache folder (`$XDG_CACHE_HOME/context-inspector/prices.json`, one
+table per installed library, `TABLES_KEPT` of them, made anew when that library changes): a
+report whose prices are there does not import it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -76,7 +77,13 @@ def _add(a: Money, b: Money) -> Money:
 
 def _rounded(m: Money) -> Money:
     """To a millionth of a dollar, for JSON and equality in tests."""
-    return Money(**{k: round(getattr(m, k), 6) for k in Money.__struct_fields__})
+    return Money(
+        input=round(m.input, 6),
+        cache_write=round(m.cache_write, 6),
+        cache_read=round(m.cache_read, 6),
+        output=round(m.output, 6),
+        total=round(m.total, 6),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +92,19 @@ class Tiered:
 
     base: Decimal
     tiers: tuple[tuple[int, Decimal], ...] = ()
+    per_token: tuple[tuple[int, int, int], ...] = field(init=False, repr=False, compare=False)
+    """(start, numerator, denominator) of the price of one token from each tier's start on, the
+    highest first, then the base's (start -1): exact fractions, so that `dollars` divides
+    integers, as `float(price * n / PER)` would give (both are the exact quotient, correctly
+    rounded to a float) in a tenth of the time."""
+
+    def __post_init__(self) -> None:
+        starts = [(start, price) for start, price in reversed(self.tiers)] + [(-1, self.base)]
+        ratios = []
+        for start, price in starts:
+            num, den = price.as_integer_ratio()
+            ratios.append((start, num, den * PER))
+        object.__setattr__(self, "per_token", tuple(ratios))
 
     def at(self, whole_input: int) -> Decimal:
         """The price for a request whose whole input is `whole_input` tokens (the library's rule:
@@ -93,6 +113,15 @@ class Tiered:
             if whole_input > start:
                 return price
         return self.base
+
+    def dollars(self, whole_input: int, tokens: int) -> float:
+        """`float(self.at(whole_input) * tokens / PER)`: what `tokens` cost at the price for a
+        request whose whole input is `whole_input` tokens."""
+        for start, num, den in self.per_token:
+            if whole_input > start:
+                return num * tokens / den
+        num, den = self.per_token[-1][1:]
+        return num * tokens / den
 
     def as_json(self) -> list[Any]:
         return [str(self.base), [[s, str(p)] for s, p in self.tiers]]
@@ -116,17 +145,12 @@ class Prices:
 
     def cost(self, usage: Usage) -> Money:
         whole = usage.context
-
-        def part(price: Tiered, n: int) -> float:
-            return float(price.at(whole) * n / PER)
-
-        parts = {
-            "input": part(self.input, usage.input),
-            "cache_write": part(self.cache_write, usage.cache_write),
-            "cache_read": part(self.cache_read, usage.cache_read),
-            "output": part(self.output, usage.output),
-        }
-        return Money(**parts, total=sum(parts.values()))
+        # Each part the exact quotient rounded to a float; the total their sum, as `sum` adds them.
+        i = self.input.dollars(whole, usage.input)
+        w = self.cache_write.dollars(whole, usage.cache_write)
+        r = self.cache_read.dollars(whole, usage.cache_read)
+        o = self.output.dollars(whole, usage.output)
+        return Money(input=i, cache_write=w, cache_read=r, output=o, total=sum((i, w, r, o)))
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -177,6 +201,10 @@ def _table_date(data_file: Path) -> str | None:
     return newest.isoformat() if newest else None
 
 
+TABLES_KEPT = 4
+"""Installs of the library whose prices the cache file keeps (the most recently saved)."""
+
+
 def _cache_file() -> Path:
     return cache_folder() / "prices.json"
 
@@ -188,6 +216,8 @@ class PriceTable:
         self.library = _library_dir()
         self.cache = _cache_file() if cache is None else cache
         self._entries: dict[str, dict[str, Any] | None] = {}
+        self._parsed: dict[str, Prices | None] = {}
+        """`_entries` read into `Prices`, once per (model, day): reading one is 20 times its use."""
         self._dirty = False
         self.version = "?"
         self.date: str | None = None
@@ -220,25 +250,33 @@ class PriceTable:
         when = f" (prices checked up to {self.date})" if self.date else ""
         return f"genai-prices {self.version}{when}"
 
-    def _read(self) -> dict[str, Any] | None:
+    def _tables(self) -> list[dict[str, Any]]:
+        """The file's tables, one per installed library (newest first): several installs (a
+        pipx one, a project's virtual environment) share the cache folder, and each keeping only
+        its own would have every report of another one import the library again."""
         try:
             raw = json.loads(self.cache.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return None
-        if (
-            not isinstance(raw, dict)
-            or raw.get("key") != self._key
-            or not isinstance(raw.get("prices"), dict)
-        ):
-            return None
-        return raw
+            return []
+        tables = raw.get("tables") if isinstance(raw, dict) else None
+        if not isinstance(tables, list):
+            return []
+        return [t for t in tables if isinstance(t, dict) and isinstance(t.get("key"), str)]
+
+    def _read(self) -> dict[str, Any] | None:
+        for table in self._tables():
+            if table["key"] == self._key:
+                return table if isinstance(table.get("prices"), dict) else None
+        return None
 
     def save(self) -> None:
         """Keep what was looked up (nothing is written when nothing new was; errors are ignored:
         a read-only home only costs the next report the library's import)."""
         if not self._dirty or not self.available:
             return
-        data = {"key": self._key, "version": self.version, "date": self.date, "prices": self._entries}
+        mine = {"key": self._key, "version": self.version, "date": self.date, "prices": self._entries}
+        others = [t for t in self._tables() if t["key"] != self._key][: TABLES_KEPT - 1]
+        data = {"tables": [mine, *others]}
         try:
             self.cache.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.cache.with_suffix(f".{os.getpid()}.tmp")
@@ -251,12 +289,17 @@ class PriceTable:
     def prices(self, model: str, day: date) -> Prices | None:
         """`model`'s prices on `day`; None where the library has none."""
         key = f"{model}|{day.isoformat()}"
+        try:
+            return self._parsed[key]
+        except KeyError:
+            pass
         if key not in self._entries:
             found = _look_up(model, day) if self.available else None
             self._entries[key] = found.as_json() if found is not None else None
             self._dirty = True
         raw = self._entries[key]
-        return Prices.from_json(raw) if raw is not None else None
+        parsed = self._parsed[key] = Prices.from_json(raw) if raw is not None else None
+        return parsed
 
 
 def _look_up(model: str, day: date) -> Prices | None:

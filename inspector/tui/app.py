@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from textual import getters, on, work
 from textual.app import App, ComposeResult
@@ -32,9 +33,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from inspector.findings import Finding
 from inspector.formats import LoaderError, load
-from inspector.live import Follower, SessionInfo
 from inspector.model import RecordedEvent, SubagentRef, Transcript
 from inspector.model.bulk import hold_loaded
 from inspector.model.cost import money_at
@@ -42,21 +41,13 @@ from inspector.model.sanitize import one_line
 from inspector.replay import Replay, ReplayError, Step
 from inspector.replay.folded import OpenedCompaction
 from inspector.replay.settings import RunSettings, WindowSource
-from inspector.samples import sample_info
-from inspector.scenarios import Tour
-from inspector.scenarios import tour as scenario_tour
 from inspector.session import SCAN_TAIL_S as SCAN_TAIL_S  # (re-exported: where the tests look)
 from inspector.session import SCAN_YIELD_S as SCAN_YIELD_S
 from inspector.session import Pacer as Pacer
 from inspector.session import Rebuild, ScanState, Session
 from inspector.shaping import PRESETS, Policy, PolicyError
 from inspector.tui.banner import sample_banner
-from inspector.tui.calibrate import CalibrateScreen
-from inspector.tui.compare import CompareScreen
-from inspector.tui.findings import FindingsScreen
 from inspector.tui.first import waiting_status
-from inspector.tui.lab import LabResult, LabScreen
-from inspector.tui.live import crossing
 from inspector.tui.messages import (
     DetailReady,
     FindingsReady,
@@ -73,9 +64,6 @@ from inspector.tui.messages import (
     TourReady,
     TranscriptChanged,
 )
-from inspector.tui.picker import PickerScreen
-from inspector.tui.screens import HelpScreen, MessageScreen, PolicyScreen, PromptScreen
-from inspector.tui.subagents import SubagentsScreen, openable, subagent_line, subagent_links
 from inspector.tui.text import join, line, lines, notify
 from inspector.tui.viewmodel import (
     SIMULATED_COMPACTION_LAYERS,
@@ -95,7 +83,13 @@ from inspector.tui.widgets.gauge import PressureGauge, numbers, when
 from inspector.tui.widgets.keybar import KeyBar
 from inspector.tui.widgets.side import MessageDetail, PinnedSources
 from inspector.tui.widgets.sparkline import ContextSparkline, legend
-from inspector.tui.window import CompactionScreen, CompositionReady, CompositionScreen, compaction_note
+from inspector.tui.window import CompositionReady, compaction_note
+
+if TYPE_CHECKING:  # the modal screens and what only they use are imported when opened
+    from inspector.findings import Finding
+    from inspector.live import Follower, SessionInfo
+    from inspector.scenarios import Tour
+    from inspector.tui.lab import LabResult
 
 Start = Literal["first", "last"] | int
 RESET_WORDS = {
@@ -686,6 +680,8 @@ class MainScreen(Screen[None]):
             else None
         )
         if self.parent_screen is not None and self.agent is not None:
+            from inspector.tui.subagents import subagent_line
+
             said = subagent_line(self.agent, self.parent_screen.file_name, self.parent_screen.request)
         banner.set_class(said is not None, "-shown")
         if said is not None:
@@ -774,6 +770,8 @@ class MainScreen(Screen[None]):
     def _accept_live(self, event: LiveReplayReady) -> None:
         """The grown transcript replaces the old one: new generation, the newest request when
         following, notifications when the pressure crosses the warning line or the trigger."""
+        from inspector.tui.live import crossing
+
         replay, reset = event.replay, event.reset_reason
         old = self.session.contexts if self.session is not None else ()
         before = old[-1] if old and reset is None else None
@@ -1087,6 +1085,8 @@ class MainScreen(Screen[None]):
         self._jump_event(-1)
 
     def action_goto(self) -> None:
+        from inspector.tui.screens import PromptScreen
+
         if not self.ready("going to a request"):
             return
         total = self.total
@@ -1199,6 +1199,8 @@ class MainScreen(Screen[None]):
         notify(self, "nothing to close here (the search is not open): q quits", timeout=3)
 
     def action_choose_policy(self) -> None:
+        from inspector.tui.screens import PolicyScreen
+
         if self.replay is None:
             self.ready("choosing a policy")
             return
@@ -1212,6 +1214,9 @@ class MainScreen(Screen[None]):
 
     def action_compare(self, policy: str | None = None) -> None:
         """Ask for a second policy (unless given) and show both side by side at this request."""
+        from inspector.tui.compare import CompareScreen
+        from inspector.tui.screens import PolicyScreen
+
         if not self.ready("comparing two policies") or self.replay is None or not self.request:
             return
         replay, request = self.replay, self.request
@@ -1245,11 +1250,15 @@ class MainScreen(Screen[None]):
     def subagent_links(self) -> dict[str, SubagentRef]:
         """Message id -> the subagent it spawned or answered, for the transcript shown (kept)."""
         if self.links is None or self.links[0] is not self.transcript:
+            from inspector.tui.subagents import subagent_links
+
             self.links = (self.transcript, subagent_links(self.transcript))
         return self.links[1]
 
     def action_subagents(self) -> None:
         """The subagents of this session; the one chosen opens on a screen of its own."""
+        from inspector.tui.subagents import SubagentsScreen
+
         subagents = self.transcript.subagents
         if not subagents:
             what = f"subagent {self.agent.agent_id}" if self.agent is not None else self.file_name
@@ -1272,6 +1281,8 @@ class MainScreen(Screen[None]):
 
     def open_subagent(self, ref: SubagentRef) -> None:
         """Read the subagent's transcript (in a worker); it opens on a main screen of its own."""
+        from inspector.tui.subagents import openable
+
         if not openable(ref) or ref.path is None:
             notify(
                 self,
@@ -1313,6 +1324,8 @@ class MainScreen(Screen[None]):
     # -- tour ---------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="tour", exit_on_error=False, description="prepare the tour")
     def load_tour(self, name: str, generation: int) -> None:
+        from inspector.scenarios import tour as scenario_tour
+
         try:
             found = scenario_tour(name)
         except (KeyError, PolicyError, ReplayError, ValueError) as exc:
@@ -1352,6 +1365,8 @@ class MainScreen(Screen[None]):
 
     def _go_stop(self) -> None:
         """Show the current stop: its narration, its request, under its policy."""
+        from inspector.samples import sample_info
+
         tour = self.tour
         if tour is None or not tour.stops or self.replay is None:
             return
@@ -1418,6 +1433,8 @@ class MainScreen(Screen[None]):
 
     def action_calibrate(self) -> None:
         """The calibration's accuracy on this session and its five worst-predicted requests."""
+        from inspector.tui.calibrate import CalibrateScreen
+
         if not self.ready("judging the calibration"):
             return
 
@@ -1429,6 +1446,8 @@ class MainScreen(Screen[None]):
         self.app.push_screen(CalibrateScreen(self.transcript), done)
 
     def _show_findings(self, findings: list[Finding]) -> None:
+        from inspector.tui.findings import FindingsScreen
+
         if self.replay is None or isinstance(self.app.screen, FindingsScreen):
             return
 
@@ -1454,6 +1473,8 @@ class MainScreen(Screen[None]):
 
     def action_lab(self) -> None:
         """The what-if form: apply replays under the policy and window it gives."""
+        from inspector.tui.lab import LabScreen
+
         if not self.ready("the what-if lab") or self.replay is None:
             return
 
@@ -1479,6 +1500,8 @@ class MainScreen(Screen[None]):
         self.reshape(self.replay, name, None, self.generation)
 
     def action_set_window(self) -> None:
+        from inspector.tui.screens import PromptScreen
+
         if self.replay is None:
             self.ready("setting the window")
             return
@@ -1511,6 +1534,8 @@ class MainScreen(Screen[None]):
         self.reshape(self.replay, None, window, self.generation)
 
     def action_open_message(self) -> None:
+        from inspector.tui.screens import MessageScreen
+
         if self.search_input.has_focus:
             return
         if self.view is None:
@@ -1543,6 +1568,8 @@ class MainScreen(Screen[None]):
         note.update(compaction_note(opened_here))
 
     def action_open_compaction(self) -> None:
+        from inspector.tui.window import CompactionScreen
+
         view = self.view
         if view is None:
             self.ready("opening the recorded compaction")
@@ -1584,6 +1611,8 @@ class MainScreen(Screen[None]):
 
     @on(CompositionReady)
     def composition_ready(self, event: CompositionReady) -> None:
+        from inspector.tui.window import CompositionScreen
+
         if event.generation != self.generation or isinstance(self.app.screen, CompositionScreen):
             return
         self.app.push_screen(CompositionScreen(event.composition))
@@ -1613,6 +1642,8 @@ class MainScreen(Screen[None]):
         self.app.theme = "textual-light" if self.app.theme == "textual-dark" else "textual-dark"
 
     def action_help(self) -> None:
+        from inspector.tui.screens import HelpScreen
+
         self.app.push_screen(HelpScreen())
 
     def hides_key(self, action: str) -> bool:
@@ -1629,9 +1660,14 @@ class MainScreen(Screen[None]):
         return False
 
     def _picker_below(self) -> bool:
+        picker = sys.modules.get("inspector.tui.picker")  # never imported: no picker was opened
+        if picker is None:
+            return False
         stack = self.app.screen_stack
         return (
-            self in stack and stack.index(self) > 0 and isinstance(stack[stack.index(self) - 1], PickerScreen)
+            self in stack
+            and stack.index(self) > 0
+            and isinstance(stack[stack.index(self) - 1], picker.PickerScreen)
         )
 
     def action_sessions(self) -> None:
@@ -1744,6 +1780,8 @@ class InspectorApp(App[None]):
 
     def get_default_screen(self) -> Screen[None]:
         if self.transcript is None:
+            from inspector.tui.picker import PickerScreen
+
             return PickerScreen(
                 sessions=self.sessions, now=self.now, home=self.home, policy=self.policy, window=self.window
             )

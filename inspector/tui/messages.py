@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from inspector.findings import Finding
-from inspector.live import FollowUpdate, SessionInfo
 from inspector.model import SubagentRef, Transcript
 from inspector.replay import Replay
-from inspector.scenarios import Tour
 from inspector.shaping import Policy
-from inspector.tui.live import Opened
 from inspector.tui.viewmodel import Detail, SessionView, StepView
+
+if TYPE_CHECKING:  # what the first frame does not import (the messages only name them)
+    from inspector.findings import Finding
+    from inspector.live import FollowUpdate, SessionInfo
+    from inspector.scenarios import Tour
+    from inspector.tui.live import Opened
 
 
 @dataclass

@@ -8,7 +8,7 @@ visible by the core's `one_line`), never from markup.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -20,11 +20,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from inspector.model.sanitize import visible
-from inspector.replay.composition import Composition, Part, grid
 from inspector.replay.folded import Entry, OpenedCompaction
 from inspector.tui.text import line
 from inspector.tui.viewmodel import tokens
 from inspector.tui.widgets.keybar import KeyBar
+
+if TYPE_CHECKING:  # imported with the screen that shows one (not on the app's first frame)
+    from inspector.replay.composition import Composition, Part
 
 PALETTE = 8
 """Colours for the used parts (`window--p0` … `window--p7`, from the theme); the space parts have
@@ -72,6 +74,8 @@ def composition_text(comp: Composition, style_of: dict[str, Style], columns: int
     styles = part_styles(comp, style_of)
     glyph = {p.key: cell_of(p) for p in comp.parts}
     cells = columns * GRID_ROWS
+    from inspector.replay.composition import grid  # (with its screen: not on the first frame)
+
     raw, sent = grid(comp, "raw", cells), grid(comp, "sent", cells)
     of = f"of the {comp.window:,}-token window" if comp.window else "of the context (window unknown)"
     out = Text(no_wrap=True, overflow="ellipsis")

@@ -345,6 +345,53 @@ def test_prices_once_looked_up_spare_the_library_import(tmp_path: Path) -> None:
     assert (tmp_path / "context-inspector" / "prices.json").is_file()
 
 
+def test_a_price_in_exact_fractions_gives_the_float_of_the_decimal_product() -> None:
+    """`Tiered.dollars` divides integers where the cost was `float(price * n / PER)` in Decimal:
+    both are the exact quotient rounded once, so every part, and so every sum, is the same float."""
+    import random
+    from decimal import Decimal
+
+    from inspector.model.cost import PER, Tiered
+
+    rng = random.Random(29)
+    prices = ["3", "15", "0.3", "0.30", "3.75", "0.08", "1.25", "0.075", "6.25", "0.5", "22.5", "0.0001", "1E+1"]
+    prices += [str(Decimal(rng.randrange(1, 10**7)) / Decimal(10 ** rng.randrange(0, 9))) for _ in range(200)]
+    for text in prices:
+        tiered = Tiered(Decimal(text), ((200_000, Decimal(text) * 2), (1_000_000, Decimal(text) * 3)))
+        for n in [0, 1, 3, 7, 999_999, 10**6, 123_456_789, *(rng.randrange(0, 10**8) for _ in range(50))]:
+            for whole in (0, 200_000, 200_001, 999_999, 1_000_001):
+                assert tiered.dollars(whole, n) == float(tiered.at(whole) * n / PER), (text, n, whole)
+
+
+def test_installs_sharing_the_cache_folder_keep_each_its_prices(tmp_path: Path) -> None:
+    """Another install of the library (another virtual environment) saving its prices leaves
+    this one's in the file: neither has to import the library again for the other."""
+    from datetime import date
+
+    from inspector.model.cost import TABLES_KEPT, PriceTable
+
+    cache = tmp_path / "prices.json"
+    foreign = {"key": "/elsewhere/genai_prices:1:2", "version": "0.0.1", "date": None, "prices": {"m|x": None}}
+    cache.write_text(json.dumps({"tables": [foreign]}), encoding="utf-8")
+    table = PriceTable(cache=cache)
+    assert table.available and table._dirty  # not its table: made anew
+    sonnet = table.prices("claude-sonnet-4-5", date(2025, 11, 1))
+    assert sonnet is not None and str(sonnet.input.base) == "3"
+    table.save()
+    saved = json.loads(cache.read_text(encoding="utf-8"))["tables"]
+    assert [t["key"] for t in saved] == [table._key, foreign["key"]]
+    assert saved[1] == foreign
+    again = PriceTable(cache=cache)
+    assert not again._dirty and again.prices("claude-sonnet-4-5", date(2025, 11, 1)) == sonnet
+    assert not again._dirty  # read from the file, not looked up
+    many = [{**foreign, "key": f"/install-{i}:1:2"} for i in range(TABLES_KEPT + 2)]
+    cache.write_text(json.dumps({"tables": many}), encoding="utf-8")
+    table.prices("claude-sonnet-4-5", date(2025, 11, 2))
+    table.save()
+    kept = [t["key"] for t in json.loads(cache.read_text(encoding="utf-8"))["tables"]]
+    assert kept == [table._key, *[t["key"] for t in many[: TABLES_KEPT - 1]]]
+
+
 def test_the_gauge_says_the_cost_of_the_request() -> None:
     from inspector.model.cost import money_at
 
