@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from inspector.formats.base import LineSplitter, Overlong
+from inspector.formats.base import VIEW_MIN, LineSplitter, Overlong
 from inspector.formats.claude_code.reader import ClaudeCodeReader
 
 
@@ -46,13 +46,24 @@ def test_views_are_the_lines_split_gives_at_any_chunking() -> None:
 
 def test_a_line_inside_a_chunk_is_a_view_and_one_across_chunks_is_bytes() -> None:
     s = LineSplitter()
-    first, lines = s.views(b"one\ntwo\nthr")
+    long1, long2 = b"o" * (VIEW_MIN + 1), b"t" * (VIEW_MIN + 1)
+    first, lines = s.views(long1 + b"\n" + long2 + b"\nthr")
     assert first == 1 and [type(x) for x in lines] == [memoryview, memoryview]
-    assert [bytes(x) for x in lines] == [b"one", b"two"]
-    first, lines = s.views(b"ee\nfour\n")
+    assert [bytes(x) for x in lines] == [long1, long2]
+    long4 = b"f" * (VIEW_MIN + 1)
+    first, lines = s.views(b"ee\n" + long4 + b"\n")
     assert first == 3 and [type(x) for x in lines] == [bytes, memoryview]
-    assert [bytes(x) for x in lines] == [b"three", b"four"]
+    assert [bytes(x) for x in lines] == [b"three", long4]
     assert s.views(b"") == (5, []) and s.lines_seen == 4
+
+
+def test_a_short_line_is_a_copy_not_a_view() -> None:
+    """A memoryview takes ~180 bytes of its own: a chunk of short lines (junk) is copied."""
+    s = LineSplitter()
+    short = b"s" * VIEW_MIN
+    _, lines = s.views(b"x\n" + short + b"\n" + short + b"s\n")
+    assert [type(x) for x in lines] == [bytes, bytes, memoryview]
+    assert [bytes(x) for x in lines] == [b"x", short, short + b"s"]
 
 
 def _records() -> bytes:
