@@ -99,12 +99,27 @@ def test_summarizing_policies_show_what_they_folded(fa812: Transcript) -> None:
     assert c.only_in_b  # opencode's tail holds tool exchanges Codex folded
 
 
+_WORDS = ("def", "return", "value", "items", "self", "config", "for", "in", "if", "None", "result", "path")
+
+
+def source(chars: int, seed: int) -> str:
+    """A Read result of `chars` characters: numbered lines of code-like text. Real text matters:
+    calibration also sizes a result by its BPE pieces, and a run of one letter is a single piece."""
+    lines: list[str] = []
+    i = 0
+    while sum(len(line) + 1 for line in lines) < chars:
+        i += 1
+        w = _WORDS
+        lines.append(f"{i:>6}\u2192    {w[(i * seed) % 12]} = {w[(i * 7 + seed) % 12]}({w[(i * 5) % 12]}, {i})")
+    return "\n".join(lines)[:chars]
+
+
 def small() -> Transcript:
     b = Build()
     b.user("task")
-    b.reply(usage(9_000), call=("Read", "r" * 30_000))
+    b.reply(usage(9_000), call=("Read", source(30_000, 1)))
     for k in range(6):
-        b.reply(usage(11_000 + 600 * k), call=("Read", "s" * 2_000))
+        b.reply(usage(11_000 + 600 * k), call=("Read", source(2_000, k + 2)))
     b.reply(usage(15_000))
     return b.transcript()
 
@@ -120,13 +135,13 @@ def test_compare_on_a_small_session() -> None:
     assert (c.b.trigger, c.b.target, b.budget.results_kept) == (13_000, 9_750, 2)
     assert c.b.fired == ["per_tool_budget", "tool_output_clear"]
     # clearing the 5 oldest results (all but the 2 most recent) is enough: a cleared placeholder
-    # keeps only the framing this session's reports give each Read result (304 tokens: a
+    # keeps only the framing this session's reports give each Read result (about 310 tokens: a
     # 2,000-character result costs ~490, the 30,000-character one 1,900), so the view drops
     # under the trigger and snip has nothing to do
     assert c.b.reasons["tool_output_clear"] == (
-        "estimate 14,855 > trigger 13,000; cleared 5 older compactable results, kept the 2 most recent"
+        "estimate 14,853 > trigger 13,000; cleared 5 older compactable results, kept the 2 most recent"
     )
-    assert c.b.reasons["old_history_snip"] == "12,705 under trigger 13,000"
+    assert c.b.reasons["old_history_snip"] == "12,724 under trigger 13,000"
     # r2 was truncated by the budget and then cleared: the last change wins
     assert c.b.cleared == ["r2", "r3", "r4", "r5", "r6"] and c.b.removed == c.b.truncated == []
     assert c.b.counts == {"removed": 0, "summarized": 0, "cleared": 5, "truncated": 0, "added": 0}
@@ -134,8 +149,8 @@ def test_compare_on_a_small_session() -> None:
     assert c.only_in_a == c.only_in_b == []
     assert c.kept_only_by_a == ["r3", "r4", "r5", "r6"] and c.kept_only_by_b == []
     assert c.a.input_tokens == c.b.input_tokens == 15_000
-    assert (c.a.sent_tokens, c.b.sent_tokens) == (14_855, 12_705)
-    assert c.sent_difference == c.a.sent_tokens - c.b.sent_tokens == 2_150
+    assert (c.a.sent_tokens, c.b.sent_tokens) == (14_853, 12_724)
+    assert c.sent_difference == c.a.sent_tokens - c.b.sent_tokens == 2_129
     # a slightly smaller window (trigger 12,000): clearing is not enough, snip then removes those
     # exchanges, keeping each assistant message's text; where a result was cleared and then
     # removed, removed wins
@@ -149,7 +164,7 @@ def test_compare_on_a_small_session() -> None:
     assert d.kept_only_by_a == ["a2", "a3", "r3", "a4", "r4", "a5", "r5", "a6", "r6"]
     assert d.kept_only_by_b == []
     assert d.b.reasons["old_history_snip"] == (
-        "estimate 12,705 > trigger 12,000; removed 5 tool exchanges, estimate 10,730 still over target 9,000"
+        "estimate 12,724 > trigger 12,000; removed 5 tool exchanges, estimate 10,730 still over target 9,000"
     )
 
 

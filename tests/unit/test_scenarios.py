@@ -53,19 +53,19 @@ def test_a_the_per_tool_budget_alone_keeps_the_view_under_the_trigger() -> None:
     for k in range(1, 10):
         assert set(fired(replay, k)) <= {"per_tool_budget"}
     budget = layer(replay, 3, "per_tool_budget")
-    assert (budget.tokens_before, budget.tokens_after, budget.truncated) == (25_755, 20_169, 1)
+    assert (budget.tokens_before, budget.tokens_after, budget.truncated) == (25_755, 20_177, 1)
     assert budget.decisions[0].reason == (
         "tool result of 37,485 chars over the 16,000-char tool result budget; 21,592 chars dropped, the head kept"
     )
     # request 6: the verbose test run is cut too; the ledger is over the trigger, the view is not
     r6 = replay.step(6).result
-    assert (r6.input_tokens, r6.sent_tokens) == (34_535, 25_386)
+    assert (r6.input_tokens, r6.sent_tokens) == (34_535, 25_450)
     assert r6.input_tokens > replay.budget.trigger >= r6.sent_tokens
     assert layer(replay, 6, "per_tool_budget").truncated == 2
-    assert layer(replay, 6, "tool_output_clear").reason == "25,386 under trigger 27,000"
+    assert layer(replay, 6, "tool_output_clear").reason == "25,450 under trigger 27,000"
     over = [k for k in range(1, 10) if replay.step(k).result.input_tokens > replay.budget.trigger]
     assert over == [6, 7, 8, 9]
-    assert (replay.step(9).result.input_tokens, replay.step(9).result.sent_tokens) == (36_090, 26_942)
+    assert (replay.step(9).result.input_tokens, replay.step(9).result.sent_tokens) == (35_625, 26_540)
     assert [s.request for s in stops("budget-alone")] == [3, 6, 9]
     assert "0 requests needed a reactive layer" in stop_at("budget-alone", 9)[0]
 
@@ -80,13 +80,13 @@ def test_b_tool_output_clear_alone_brings_the_view_under_the_trigger() -> None:
     assert fired(replay, 13) == ()
     assert replay.step(13).result.sent_tokens == 26_092
     clear = layer(replay, 14, "tool_output_clear")
-    assert (clear.tokens_before, clear.tokens_after, clear.cleared) == (27_296, 20_599, 8)
+    assert (clear.tokens_before, clear.tokens_after, clear.cleared) == (27_296, 20_558, 8)
     assert clear.tokens_before > replay.budget.trigger >= clear.tokens_after
     kept = [d for d in clear.decisions if d.action is Action.KEPT_RECENT]
     assert len(kept) == replay.budget.results_kept == 5
-    assert layer(replay, 14, "old_history_snip").reason == "20,599 under trigger 27,000"
+    assert layer(replay, 14, "old_history_snip").reason == "20,558 under trigger 27,000"
     last = layer(replay, 16, "tool_output_clear")
-    assert (last.tokens_before, last.tokens_after, last.cleared) == (28_574, 20_964, 10)
+    assert (last.tokens_before, last.tokens_after, last.cleared) == (28_574, 20_934, 10)
     assert [s.request for s in stops("clear-suffices")] == [13, 14, 16]
 
 
@@ -101,12 +101,12 @@ def test_c_clear_is_not_enough_and_snip_removes_exchanges_to_the_target() -> Non
     # 14: clear alone is enough
     assert fired(replay, 14) == ("tool_output_clear",)
     clear14 = layer(replay, 14, "tool_output_clear")
-    assert (clear14.tokens_before, clear14.tokens_after) == (27_436, 25_765)
+    assert (clear14.tokens_before, clear14.tokens_after) == (27_436, 25_764)
     # 16: clear leaves it over the trigger; snip removes whole exchanges down to the target
     clear, snip = layer(replay, 16, "tool_output_clear"), layer(replay, 16, "old_history_snip")
-    assert (clear.tokens_before, clear.tokens_after) == (29_705, 28_034)
+    assert (clear.tokens_before, clear.tokens_after) == (29_705, 28_033)
     assert clear.tokens_after > replay.budget.trigger
-    assert (snip.tokens_before, snip.tokens_after, snip.removed, snip.truncated) == (28_034, 19_987, 9, 9)
+    assert (snip.tokens_before, snip.tokens_after, snip.removed, snip.truncated) == (28_033, 19_987, 9, 9)
     assert snip.tokens_after <= replay.budget.target == 20_250
     removed = {d.message_id for d in snip.decisions if d.action is Action.REMOVED}
     view = replay.step(16).result.final
@@ -129,12 +129,12 @@ def test_d_auto_compact_is_the_last_resort_and_the_pinned_task_survives() -> Non
     assert requests_where(replay, "tool_output_clear") == []
     # 17-19: snip alone gets under the trigger (not to the target)
     snip17 = layer(replay, 17, "old_history_snip")
-    assert (snip17.tokens_before, snip17.tokens_after, snip17.removed) == (27_447, 25_142, 3)
+    assert (snip17.tokens_before, snip17.tokens_after, snip17.removed) == (27_447, 25_143, 3)
     # 20: snip stays over the trigger, auto compact folds one stretch into a summary
     snip, compact = layer(replay, 20, "old_history_snip"), layer(replay, 20, "auto_compact")
-    assert (snip.tokens_before, snip.tokens_after) == (29_796, 27_491)
+    assert (snip.tokens_before, snip.tokens_after) == (29_796, 27_492)
     assert snip.tokens_after > replay.budget.trigger
-    assert (compact.tokens_before, compact.tokens_after, compact.summarized) == (27_491, 18_565, 25)
+    assert (compact.tokens_before, compact.tokens_after, compact.summarized) == (27_492, 18_566, 25)
     assert compact.tokens_after <= replay.budget.target
     view = replay.step(20).result.final
     summaries = [m for m in view if m.is_summary]
@@ -236,7 +236,7 @@ def test_e_forced_mode_frees_more_than_the_normal_pipeline_between_target_and_tr
     replay = open_scenario("clear-suffices")
     assert replay.step(13).result.fired == ()
     rec = overflow_recovery(replay, 13)
-    assert (rec.tokens_before, rec.tokens_after) == (26_092, 20_143)
+    assert (rec.tokens_before, rec.tokens_after) == (26_092, 20_107)
     assert rec.tokens_after <= replay.budget.target < rec.tokens_before <= replay.budget.trigger
     assert rec.fired == ["tool_output_clear"] and rec.cleared == 7 and rec.fits
     assert rec.call_after is None
@@ -381,11 +381,11 @@ def test_f_a_small_window_keeps_two_groups_and_two_results() -> None:
         clear = layer(replay, k, "tool_output_clear")
         assert sum(d.action is Action.KEPT_RECENT for d in clear.decisions) == 2
     clear4 = layer(replay, 4, "tool_output_clear")
-    assert (clear4.tokens_before, clear4.tokens_after, clear4.cleared) == (16_694, 16_308, 1)
+    assert (clear4.tokens_before, clear4.tokens_after, clear4.cleared) == (16_694, 16_307, 1)
     # snip never touches the last 2 groups and removes every removable exchange before them
     assert requests_where(replay, "old_history_snip") == list(range(4, 10))
     snip9 = layer(replay, 9, "old_history_snip")
-    assert (snip9.tokens_before, snip9.tokens_after, snip9.removed) == (16_992, 16_334, 6)
+    assert (snip9.tokens_before, snip9.tokens_after, snip9.removed) == (16_991, 16_334, 6)
     assert snip9.reason.endswith("still over target 1,875")
     recent = {d.message_id for d in snip9.decisions if d.action is Action.KEPT_RECENT}
     assert recent == {m.id for m in replay.step(9).ledger[-len(recent) :]}

@@ -1863,14 +1863,17 @@ class _Tools:
             touched=rel,
         )
 
-    def new_test_module(self, target: str) -> tuple[str, str, list[str]]:
+    def new_test_module(self, target: str, size: int | None = None) -> tuple[str, str, list[str]]:
+        """A new test module for `target`, of about `size` characters (default: drawn, 1,200 to
+        3,200; the draw is made either way, so a given size moves nothing else)."""
         base = self.rng.choice(_NEW_TEST_NAMES)
         rel = f"tests/{base}.py"
         n = 2
         while rel in self.repo.files:
             rel = f"tests/{base}_{n}.py"
             n += 1
-        lines, ids = self.repo.make_test_module(target, self.rng.randint(1_200, 3_200))
+        drawn = self.rng.randint(1_200, 3_200)
+        lines, ids = self.repo.make_test_module(target, drawn if size is None else size)
         return rel, "\n".join(lines) + "\n", ids
 
     def skill(self) -> _Call:
