@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from inspector.model import Message, Role, Source, SourceKind, TextBlock
 
 from .base import (
     Action,
+    CarryingLayer,
     Decision,
     LayerResult,
     Sizer,
@@ -110,7 +110,7 @@ def stretches(groups: Sequence[Group], keep: int) -> list[Stretch]:
     return out
 
 
-class AutoCompact:
+class AutoCompact(CarryingLayer):
     """Reactive, the last resort; off unless a summarizer is configured.
 
     Above `budget.trigger` (or forced), replaces the longest stretch of foldable groups that holds
@@ -130,7 +130,7 @@ class AutoCompact:
     def __init__(self, summarizer: Summarizer | None = None, cache_size: int = SUMMARY_CACHE_SIZE) -> None:
         self.summarizer = summarizer
         self.cache = SummaryCache(cache_size)
-        self._lock = threading.Lock()
+        super().__init__()
         self._keys = _Keys()
         self._stretches = _Stretches()
         self._folded = _Folded()
@@ -145,18 +145,6 @@ class AutoCompact:
             if cacheable(self.summarizer):
                 self.cache.put(key, text)
         return key, text
-
-    def apply(
-        self,
-        view: Sequence[Message],
-        budget: Budget,
-        estimator: Sizer,
-        *,
-        forced: bool = False,
-        explain: bool = True,
-    ) -> LayerResult:
-        with self._lock:  # (what it carries from the request before is one view's at a time)
-            return self._apply(view, budget, estimator, forced=forced, explain=explain)
 
     def _apply(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -239,6 +240,38 @@ class Layer(Protocol):
         forced: bool = False,
         explain: bool = True,
     ) -> LayerResult: ...
+
+
+class CarryingLayer:
+    """A layer that carries what it computed for one request's view to the next (a replay shapes
+    every request's ledger, each the one before and a few messages more): one view at a time, so
+    `apply` holds the layer's lock around `_apply` (the app shapes in worker threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def apply(
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
+    ) -> LayerResult:
+        with self._lock:
+            return self._apply(view, budget, estimator, forced=forced, explain=explain)
+
+    def _apply(
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
+    ) -> LayerResult:
+        raise NotImplementedError
 
 
 def kept_pinned(layer: str, message: Message, sizer: Sizer) -> Decision:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
@@ -12,6 +11,7 @@ from inspector.model import Message, ToolCallBlock
 
 from .base import (
     Action,
+    CarryingLayer,
     Decision,
     LayerResult,
     Sizer,
@@ -29,7 +29,7 @@ LEADER_CACHE = 65_536
 """How many exchange leaders a snip layer remembers (`OldHistorySnip._leader`)."""
 
 
-class OldHistorySnip:
+class OldHistorySnip(CarryingLayer):
     """Reactive: does nothing unless the estimate exceeds `budget.trigger` (or forced).
 
     Walks groups oldest first and removes complete tool exchanges until the estimate is at or under
@@ -50,23 +50,11 @@ class OldHistorySnip:
         without its tool calls when it has text): a replay snips every request's ledger, each
         the one before and a few messages more, so the same leaders are walked again and again;
         the same copy each time (so what sized it before sizes it again)."""
-        self._lock = threading.Lock()
+        super().__init__()
         self._plan: _Plan | None = None
         """The removable exchanges of the view before, oldest first, with their gains: the
         ledger of a request is the one before and a few messages more, so the exchanges the snip
         would remove are mostly those it weighed the request before (`_Plan`)."""
-
-    def apply(
-        self,
-        view: Sequence[Message],
-        budget: Budget,
-        estimator: Sizer,
-        *,
-        forced: bool = False,
-        explain: bool = True,
-    ) -> LayerResult:
-        with self._lock:  # (what it carries from the request before is one view's at a time)
-            return self._apply(view, budget, estimator, forced=forced, explain=explain)
 
     def _apply(
         self,

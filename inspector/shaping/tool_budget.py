@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,7 +10,7 @@ from msgspec.structs import replace
 
 from inspector.model import Message, ToolResultBlock
 
-from .base import Action, Decision, LayerResult, Sizer, ViewScan, acted, memo, no_change
+from .base import Action, CarryingLayer, Decision, LayerResult, Sizer, ViewScan, acted, memo, no_change
 from .budget import Budget
 from .pinning import Pins
 
@@ -43,7 +42,7 @@ def truncate(content: str, limit: int) -> str:
     return content[:h] + marker(len(content) - h)
 
 
-class PerToolResultBudget:
+class PerToolResultBudget(CarryingLayer):
     """Always on. A tool result longer than `budget.tool_result_budget` characters (16,000 by
     default) keeps its head and ends with `[truncated N chars — re-read a narrower range (file_read
     with offset/limit, or grep) to see the rest]`; head + marker fit in the budget and N is the
@@ -60,22 +59,10 @@ class PerToolResultBudget:
     def __init__(self) -> None:
         self._scans: dict[tuple[int, Pins], ViewScan[_Cuts]] = {}
         """Per limit: the cut copies of each message with a result over it (kept across requests)."""
-        self._lock = threading.Lock()
+        super().__init__()
         self._last: _Cut | None = None
         """The view before, its cuts and its output: a replay shapes every request's ledger, each
         the one before and a few messages more, so the cuts of the front are those made before."""
-
-    def apply(
-        self,
-        view: Sequence[Message],
-        budget: Budget,
-        estimator: Sizer,
-        *,
-        forced: bool = False,
-        explain: bool = True,
-    ) -> LayerResult:
-        with self._lock:  # (what it carries from the request before is one view's at a time)
-            return self._apply(view, budget, estimator, forced=forced, explain=explain)
 
     def _apply(
         self,
