@@ -4,7 +4,7 @@ regression that learns them from report differences and response outputs (`CostM
 from __future__ import annotations
 
 import math
-from operator import itemgetter, mul, sub
+from operator import itemgetter, mul
 
 from .features import Features
 from .priors import (
@@ -168,22 +168,16 @@ class CostModel(Coefficients):
         # Row i of P becomes [pij - ki * pj for pij, pj in zip(P[i], px)] where ki is not zero.
         # Where pj is zero that leaves pij as it is (P never holds -0.0: it starts with none, and
         # a difference is -0.0 only from one), unless ki is not finite: then every column.
-        # With px and ki finite, the whole row can be written at C speed: a column where pj is
-        # zero gets pij - (+-0.0), which is pij itself (P holds no -0.0), so it is the same row.
         live = [j for j, pj in enumerate(px) if pj]
-        finite = all(map(math.isfinite, px))
-        cols = live if finite else range(len(px))
+        cols = live if all(map(math.isfinite, px)) else range(len(px))
         pcols = [px[j] for j in cols]
         for i in live:
             ki = px[i] / denom
             if ki:
                 theta[i] += ki * err
                 row = P[i]
-                if finite and -math.inf < ki < math.inf:
-                    row[:] = map(sub, row, map(ki.__mul__, px))
-                else:
-                    for j, pj in zip(cols, pcols, strict=True):
-                        row[j] -= ki * pj
+                for j, pj in zip(cols, pcols, strict=True):
+                    row[j] -= ki * pj
                 b = bounds[i]
                 # `_clamp`, without the call (nothing to clamp within `_FREE`)
                 coef[names[i]] = theta[i] if b is _FREE else min(max(theta[i], b[0]), b[1])
