@@ -59,7 +59,30 @@ class CompactJson(NamedTuple):
     """What `json.dumps`'s default separators (`", "`, `": "`) add to it: a space each."""
 
 
+COMPACT_MEMO = 65_536
+"""How many arguments' `compact_json` the process remembers (the harness estimate and the
+calibration both size every tool call's arguments: each is written once)."""
+
+_compact_memo: dict[int, tuple[dict[str, Any], CompactJson | None]] = {}
+"""id(args) -> (args, its `compact_json`): the entry holds `args`, so its id is not reused while
+the entry lives; emptied when full (`COMPACT_MEMO`)."""
+
+
 def compact_json(args: dict[str, Any]) -> CompactJson | None:
+    """`compact_json_of(args)`, remembered by the arguments' object (a transcript's arguments are
+    never changed once read)."""
+    memo = _compact_memo
+    got = memo.get(id(args))
+    if got is not None and got[0] is args:
+        return got[1]
+    out = compact_json_of(args)
+    if len(memo) >= COMPACT_MEMO:
+        memo.clear()
+    memo[id(args)] = (args, out)
+    return out
+
+
+def compact_json_of(args: dict[str, Any]) -> CompactJson | None:
     """The size of `json.dumps(args, separators=(",", ":"), ensure_ascii=False)`, written by orjson
     (whose text it then is exactly, every string escaped the same way, in UTF-8); None where orjson's
     text may differ: `args` is not a dict of nothing but JSON scalars, lists and dicts of exact

@@ -171,13 +171,17 @@ class CostModel(Coefficients):
         live = [j for j, pj in enumerate(px) if pj]
         cols = live if all(map(math.isfinite, px)) else range(len(px))
         pcols = [px[j] for j in cols]
+        dense = len(cols) == len(px)  # (then the row is written anew: the same terms, faster)
         for i in live:
             ki = px[i] / denom
             if ki:
                 theta[i] += ki * err
-                row = P[i]
-                for j, pj in zip(cols, pcols, strict=True):
-                    row[j] -= ki * pj
+                if dense:
+                    P[i] = [pij - ki * pj for pij, pj in zip(P[i], pcols, strict=True)]
+                else:
+                    row = P[i]
+                    for j, pj in zip(cols, pcols, strict=True):
+                        row[j] -= ki * pj
                 b = bounds[i]
                 # `_clamp`, without the call (nothing to clamp within `_FREE`)
                 coef[names[i]] = theta[i] if b is _FREE else min(max(theta[i], b[0]), b[1])
