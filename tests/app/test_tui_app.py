@@ -36,9 +36,14 @@ def sample(name: str) -> tuple[Transcript, int]:
     return load(path), SAMPLES[name].window
 
 
-async def settle(pilot: Any, request: int | None = None, scanned: bool = False) -> MainScreen:
-    """Wait (bounded) until the request is shown, its detail is ready and, if asked, the scan is done."""
-    main: MainScreen = await shared_settle(pilot, request, scanned=scanned, detail=True)
+async def settle(
+    pilot: Any, request: int | None = None, scanned: bool = False, harness: bool = False
+) -> MainScreen:
+    """Wait (bounded) until the request is shown, its detail is ready and, if asked, the scan is
+    done and the harness's own estimate is on the gauge (`harness`: the first columns are drawn
+    without it, and it comes once their frames are, `HarnessReady`)."""
+    ready = (lambda view: view.harness is not None) if harness else None
+    main: MainScreen = await shared_settle(pilot, request, scanned=scanned, detail=True, ready=ready)
     return main
 
 
@@ -465,7 +470,7 @@ async def test_an_opencollab_trace_is_shaped_as_opencollab_did() -> None:
 
     app = InspectorApp(load(RUN_DIR))
     async with app.run_test(size=SIZE) as pilot:
-        main = await settle(pilot, 28)
+        main = await settle(pilot, 28, harness=True)
         assert str(main.columns.border_title).endswith("deciding with the harness's own estimate")
         assert header_of(main, "tool_output_clear").startswith("tool output clear")
         clear = [c for c in main.view.columns if c.name == "tool_output_clear"]  # type: ignore[union-attr]
