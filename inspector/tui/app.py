@@ -485,6 +485,8 @@ class MainScreen(Screen[None]):
         self.detail.border_title = "message"
         self.columns.border_title = "pipeline"
         self.search_input.cursor_blink = False
+        # no collections before the first columns are drawn (`Session.pause_collector`)
+        self.core.pause_collector()
         self.load_replay(self.generation)
         if self.follower is not None:
             self.tail(self.follower)
@@ -494,6 +496,9 @@ class MainScreen(Screen[None]):
             narration.border_title = "tour"
             narration.update(line(f"preparing the tour of {self.tour_name}…"))
             self.load_tour(self.tour_name, self.generation)
+
+    def on_unmount(self) -> None:
+        self.core.resume_collector()  # closed before its first columns came
 
     # -- workers ------------------------------------------------------------------------------
     # Each calls the session (`self.core`) and posts what it returns; the handlers below show it.
@@ -640,6 +645,7 @@ class MainScreen(Screen[None]):
         total = len(replay)
         if total == 0:
             self.gauge.status = self._no_requests()
+            self.core.resume_collector()
         else:
             self.sparkline.show_session(event.session)
             if self.request == 0:
@@ -661,6 +667,7 @@ class MainScreen(Screen[None]):
         if event.generation != self.generation:
             return
         self.core.settings_failed()
+        self.core.resume_collector()
         if self.view is None:
             self.gauge.status = f"cannot open: {one_line(event.reason, 400)}"
         notify(self, event.reason, title="context-inspector", severity="error")
@@ -838,6 +845,8 @@ class MainScreen(Screen[None]):
         self.columns.show(view, keep=event.keep)
         if event.bottom:
             self.columns.select_row(len(view.rows) - 1)
+        if self.core.collector_paused:  # the first columns: collections once they are drawn
+            self.call_after_refresh(self.core.resume_collector)
         if self.core.start_scan() and self.replay is not None:
             self.scan(self.replay, self.generation, self.core.scan_seed)
 
@@ -1157,6 +1166,8 @@ class MainScreen(Screen[None]):
     @on(Worker.StateChanged)
     def worker_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
+        if worker.group in ("load", "step") and event.state is WorkerState.ERROR:
+            self.core.resume_collector()  # no first columns to wait for
         if worker.group == "tail" and event.state is WorkerState.ERROR:
             error = worker.error
             reason = (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -36,9 +38,14 @@ def sample(name: str) -> tuple[Transcript, int]:
     return load(path), SAMPLES[name].window
 
 
-async def settle(pilot: Any, request: int | None = None, scanned: bool = False) -> MainScreen:
-    """Wait (bounded) until the request is shown, its detail is ready and, if asked, the scan is done."""
-    main: MainScreen = await shared_settle(pilot, request, scanned=scanned, detail=True)
+async def settle(
+    pilot: Any, request: int | None = None, scanned: bool = False, harness: bool = False
+) -> MainScreen:
+    """Wait (bounded) until the request is shown, its detail is ready and, if asked, the scan is
+    done and the harness's own estimate is on the gauge (`harness`: the first columns are drawn
+    without it, and it comes once their frames are, `HarnessReady`)."""
+    ready = (lambda view: view.harness is not None) if harness else None
+    main: MainScreen = await shared_settle(pilot, request, scanned=scanned, detail=True, ready=ready)
     return main
 
 
@@ -465,7 +472,7 @@ async def test_an_opencollab_trace_is_shaped_as_opencollab_did() -> None:
 
     app = InspectorApp(load(RUN_DIR))
     async with app.run_test(size=SIZE) as pilot:
-        main = await settle(pilot, 28)
+        main = await settle(pilot, 28, harness=True)
         assert str(main.columns.border_title).endswith("deciding with the harness's own estimate")
         assert header_of(main, "tool_output_clear").startswith("tool output clear")
         clear = [c for c in main.view.columns if c.name == "tool_output_clear"]  # type: ignore[union-attr]
@@ -483,6 +490,7 @@ async def test_empty_transcript_and_unknown_policy_say_so() -> None:
                 break
         assert "this transcript has no requests" in app.main.gauge.plain_lines()[0]
         assert app.main.view is None
+        assert gc.isenabled()  # no first columns to wait for: the collector is on again
 
     app = InspectorApp(tiny_transcript(), policy="no-such-policy")
     async with app.run_test(size=SIZE) as pilot:
@@ -492,6 +500,42 @@ async def test_empty_transcript_and_unknown_policy_say_so() -> None:
                 break
         line = app.main.gauge.plain_lines()[0]
         assert line.startswith("cannot open: unknown policy 'no-such-policy'"), line
+        assert gc.isenabled()
+
+
+async def test_no_collection_before_the_first_columns_are_drawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collector rests from the screen's mount until the first columns' frame is drawn (the
+    collections after the first request's calibration came before that frame), then is on again.
+    Held in the load (which runs with the collector on otherwise, unlike the shaping after it)."""
+    from inspector.session import Session
+
+    release = threading.Event()
+    loading = threading.Event()
+    load = Session.open
+
+    def held_open(self: Session) -> Any:
+        loading.set()
+        assert release.wait(20)
+        return load(self)
+
+    monkeypatch.setattr(Session, "open", held_open)
+    transcript, window = sample("short-session")
+    app = InspectorApp(transcript, window=window)
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(500):
+                if loading.is_set():
+                    break
+                await pilot.pause(0.01)
+            # the session is being loaded: no columns yet, no collection
+            assert loading.is_set() and app.main.view is None and not gc.isenabled()
+            release.set()
+            main = await settle(pilot, len(transcript.requests))
+            assert main.columns.view is main.view
+            assert gc.isenabled() and not main.core.collector_paused
+    finally:
+        release.set()
+        gc.enable()  # whatever happened, not left off for the tests after it
 
 
 def test_a_request_drawn_over_several_columns_is_marked_once() -> None:

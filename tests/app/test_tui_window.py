@@ -32,7 +32,7 @@ def long_session() -> InspectorApp:
 async def test_the_gauge_says_126_to_the_trigger_at_request_126() -> None:
     app = InspectorApp(pilot_transcript(), start=126)
     async with app.run_test(size=SIZE) as pilot:
-        main = await settle(pilot, 126)
+        main = await settle(pilot, 126, harness=True)  # the harness's figure comes after the columns
         lines = main.gauge.plain_lines()
         assert lines[0].startswith("request 126/157 · context 166,874")
         assert (
@@ -45,7 +45,7 @@ async def test_the_gauge_says_126_to_the_trigger_at_request_126() -> None:
     # at 80 columns the trigger's distance stays, shorter, and every line label keeps its name
     app = InspectorApp(pilot_transcript(), start=126)
     async with app.run_test(size=(80, 24)) as pilot:
-        main = await settle(pilot, 126)
+        main = await settle(pilot, 126, harness=True)  # the shorter words: with the harness's part
         lines = main.gauge.plain_lines()
         assert lines[1].startswith("126 to trigger (0.06%)")
         labels = " ".join(lines[3:])

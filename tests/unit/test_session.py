@@ -134,6 +134,26 @@ def test_the_scan_steps_aside_while_the_screen_waits_or_rests() -> None:
     assert got[-1].scanned == len(replay)
 
 
+def test_the_harness_pass_waits_for_the_shown_request_and_its_frames() -> None:
+    """The first scan's pass over the session for the harness's estimates steps aside like the
+    scan: begun as the first columns were drawn, it took the GIL from their frame."""
+    now = [100.0]
+    session = Session(load(sample_path("long-session")), clock=lambda: now[0])
+    replay, _ = session.open()
+    session.landed(replay)
+    session.showing()
+    session.shown()  # the first columns shown: their frames go first, for SCAN_TAIL_S
+    done: list[bool] = []
+    thread = threading.Thread(target=lambda: done.append(session.estimate_harness(replay)))
+    thread.start()
+    time.sleep(0.2)
+    assert done == [] and replay.harness_estimate(1, wait=False) is None  # rested all along
+    now[0] += session_module.SCAN_TAIL_S
+    thread.join(timeout=30)
+    assert done == [True] and replay.harness_estimate(1, wait=False) is not None
+    assert session.estimate_harness(replay) is False  # known already: nothing more to do
+
+
 def test_a_cancelled_scan_stops_and_reports_nothing_more() -> None:
     session, replay = opened()
     calls = [0]
