@@ -707,21 +707,32 @@ def _cmd_export(args: argparse.Namespace) -> int:
     clash = output_clash(args.output, args.path, transcript) if args.output is not None else None
     if clash is not None:
         raise UserError(f"refusing to write the export: {clash}")
-    replay = _replay(transcript, settings)
-    found, left_out = None, []
-    if args.format == "html":  # the page links each finding to its messages
-        from inspector.findings import CHECKS, find_all
-        from inspector.report.html_page import shaping_fits
+    from inspector.model.bulk import paused_gc
 
-        # checks that shape every request only where that is seconds, not minutes, of work
-        left_out = [] if shaping_fits(replay) else [n for n, c in CHECKS.items() if c.shapes]
-        found = find_all(replay, [n for n in CHECKS if n not in left_out])
-    try:
-        text = export(
-            replay, args.format, step=settings.step, redact=args.redact, findings=found, checks_left_out=left_out
-        )
-    except ExportError as exc:
-        raise UserError(str(exc)) from None
+    # the replay, its step, the findings and the document are built and little of it is freed
+    # before the command ends: collections would only walk it again and again as it grows
+    # (0.5 s of a 100,000-line chain's html export)
+    with paused_gc():
+        replay = _replay(transcript, settings)
+        found, left_out = None, []
+        if args.format == "html":  # the page links each finding to its messages
+            from inspector.findings import CHECKS, find_all
+            from inspector.report.html_page import shaping_fits
+
+            # checks that shape every request only where that is seconds, not minutes, of work
+            left_out = [] if shaping_fits(replay) else [n for n, c in CHECKS.items() if c.shapes]
+            found = find_all(replay, [n for n in CHECKS if n not in left_out])
+        try:
+            text = export(
+                replay,
+                args.format,
+                step=settings.step,
+                redact=args.redact,
+                findings=found,
+                checks_left_out=left_out,
+            )
+        except ExportError as exc:
+            raise UserError(str(exc)) from None
     if args.output is None:
         sys.stdout.write(text)
         return 0

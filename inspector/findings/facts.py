@@ -222,6 +222,7 @@ class Facts:
         self.response_request: dict[str, int] = {
             r.response_id: r.index for r in t.requests if r.response_id is not None
         }
+        self._scan_blocks()
         self._index_ledgers()
         self._index_calls()
         self._index_partners()
@@ -229,6 +230,38 @@ class Facts:
         self._shaped: Shaped | None = None
 
     # -- transcript indexes (no shaping) -------------------------------------------------------
+    def _scan_blocks(self) -> None:
+        """The tool calls and results of every message, in one pass over the blocks (most
+        messages hold neither): (position, message, its calls) of the assistant messages with
+        calls, (position, message, its results) of the messages with results, in order."""
+        self._calls_in: list[tuple[int, Message, tuple[ToolCallBlock, ...]]] = []
+        self._results_in: list[tuple[int, Message, tuple[ToolResultBlock, ...]]] = []
+        self._tooled: set[int] = set()
+        """id() of the messages holding a call or a result (alive with the transcript)."""
+        assistant = Role.ASSISTANT
+        calls: tuple[ToolCallBlock, ...]
+        results: tuple[ToolResultBlock, ...]
+        for i, m in enumerate(self.transcript.messages):
+            blocks = m.blocks
+            if len(blocks) == 1:  # (most messages: one look)
+                b = blocks[0]
+                if isinstance(b, ToolCallBlock):
+                    calls, results = (b,), ()
+                elif isinstance(b, ToolResultBlock):
+                    calls, results = (), (b,)
+                else:
+                    continue
+            else:
+                calls = tuple(b for b in blocks if isinstance(b, ToolCallBlock))
+                results = tuple(b for b in blocks if isinstance(b, ToolResultBlock))
+                if not calls and not results:
+                    continue
+            self._tooled.add(id(m))
+            if calls and m.role is assistant:
+                self._calls_in.append((i, m, calls))
+            if results:
+                self._results_in.append((i, m, results))
+
     def _index_ledgers(self) -> None:
         """Which request first sent each message; open calls and orphan results per ledger."""
         t = self.transcript
@@ -236,7 +269,8 @@ class Facts:
         self.first_holding: dict[str, int] = {}
         self.segment_position: list[dict[str, int]] = []
         self.ledger_orphans: list[LedgerOrphan] = []
-        answered_anywhere = {b.call_id for m in t.messages for b in m.tool_results}
+        answered_anywhere = {b.call_id for _, _, found in self._results_in for b in found}
+        tooled = self._tooled
         for seg in t.segments:
             ids = seg.message_ids
             self.segment_position.append({mid: i for i, mid in enumerate(ids)})
@@ -253,8 +287,8 @@ class Facts:
                     self.first_holding.setdefault(mid, r.index)
                     m = by_id.get(mid)
                     pos += 1
-                    if m is None:
-                        continue
+                    if m is None or id(m) not in tooled:
+                        continue  # (no call, no result: nothing to pair)
                     for b in m.blocks:
                         if isinstance(b, ToolCallBlock):
                             if b.id in calls_seen:
@@ -285,19 +319,16 @@ class Facts:
                 fresh.clear()
 
     def _index_calls(self) -> None:
-        t = self.transcript
         results: dict[str, tuple[str, ToolResultBlock, int]] = {}
-        for i, m in enumerate(t.messages):
-            for b in m.blocks:
-                if isinstance(b, ToolResultBlock) and b.call_id not in results:
+        for i, m, found_here in self._results_in:
+            for b in found_here:
+                if b.call_id not in results:
                     results[b.call_id] = (m.id, b, i)
         self.result_message: dict[str, str] = {cid: found[0] for cid, found in results.items()}
         self.call_message: dict[str, str] = {}
         self.calls: list[Call] = []
-        for i, m in enumerate(t.messages):
-            if m.role is not Role.ASSISTANT:
-                continue
-            for c in m.tool_calls:
+        for i, m, calls in self._calls_in:
+            for c in calls:
                 self.call_message.setdefault(c.id, m.id)
                 found = results.get(c.id)
                 self.calls.append(
@@ -319,8 +350,8 @@ class Facts:
         for c in self.calls:
             if c.result_id is not None:
                 partners[c.message_id].add(c.result_id)
-        for m in self.transcript.messages:
-            for b in m.tool_results:
+        for _, m, results in self._results_in:
+            for b in results:
                 call_mid = self.call_message.get(b.call_id)
                 if call_mid is not None:
                     partners[m.id].add(call_mid)

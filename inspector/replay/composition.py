@@ -234,20 +234,27 @@ def message_parts(message: Message, weight: int, call_names: dict[str, str]) -> 
     part = _KIND_PART.get(message.source.kind)
     if part is not None:
         return [(part, weight)]
+    blocks = message.blocks
+    keys = [_block_key(block, call_names) for block in blocks]
+    if not keys:
+        return [(CONVERSATION, weight)]
+    first = keys[0]
+    if all(k == first for k in keys):
+        return [(first, weight)]  # one part takes the whole weight: no sizes to weigh (`_apportion`)
     sizes: dict[str, int] = {}
-    for block in message.blocks:
-        if isinstance(block, ToolResultBlock):
-            name = block.tool_name or call_names.get(block.call_id) or "unknown tool"
-            key = TOOL + name
-        elif isinstance(block, ReasoningBlock):
-            key = THINKING
-        else:
-            key = CONVERSATION
+    for key, block in zip(keys, blocks, strict=True):
         # a block with no characters (signed thinking, an empty result) still has its place
         sizes[key] = sizes.get(key, 0) + max(1, _block_size(block))
-    if not sizes:
-        return [(CONVERSATION, weight)]
     return _apportion(weight, list(sizes.items()))
+
+
+def _block_key(block: object, call_names: dict[str, str]) -> str:
+    """The part a block of a message belongs to."""
+    if isinstance(block, ToolResultBlock):
+        return TOOL + (block.tool_name or call_names.get(block.call_id) or "unknown tool")
+    if isinstance(block, ReasoningBlock):
+        return THINKING
+    return CONVERSATION
 
 
 def call_names_of(messages: Iterable[Message]) -> dict[str, str]:
@@ -279,12 +286,19 @@ def build(
     raw_parts: dict[str, int] = {}
     sent_parts: dict[str, int] = {}
     counts: dict[str, int] = {}
+    # a message sent as the ledger holds it, at the same weight (most of them), splits the same
+    # way: its parts are computed once (id of the message object -> its weight and parts)
+    split: dict[int, tuple[int, list[tuple[str, int]]]] = {}
     for m, w in ledger:
-        for key, tokens in message_parts(m, w, names):
+        pieces = message_parts(m, w, names)
+        split[id(m)] = (w, pieces)
+        for key, tokens in pieces:
             raw_parts[key] = raw_parts.get(key, 0) + tokens
             counts[key] = counts.get(key, 0) + 1
     for m, w in sent:
-        for key, tokens in message_parts(m, w, names):
+        known = split.get(id(m))
+        pieces = known[1] if known is not None and known[0] == w else message_parts(m, w, names)
+        for key, tokens in pieces:
             sent_parts[key] = sent_parts.get(key, 0) + tokens
     keys = set(raw_parts) | set(sent_parts)
     tools = sorted((k for k in keys if k.startswith(TOOL)), key=lambda k: (-raw_parts.get(k, 0), k))

@@ -399,6 +399,18 @@ def _role(m: Message) -> str:
     return "summary" if m.is_summary else m.role.value
 
 
+def _role_and_tools(m: Message) -> tuple[str, str]:
+    """(`_role(m)`, `_tools(m)`), a message of one block (most of them) read once."""
+    blocks = m.blocks
+    if len(blocks) == 1:
+        b = blocks[0]
+        if isinstance(b, ToolResultBlock):
+            return "tool result", b.tool_name or "?"
+        plain = "summary" if m.is_summary else m.role.value
+        return plain, b.name if isinstance(b, ToolCallBlock) else ""
+    return _role(m), _tools(m)
+
+
 def ledger_table(replay: Replay, step: int, redact: bool = False) -> LedgerTable:
     """The ledger replay holds at request `step`, one row per message with its fate in each layer."""
     s = replay.step(step)
@@ -408,12 +420,12 @@ def ledger_table(replay: Replay, step: int, redact: bool = False) -> LedgerTable
     rows = []
     for i, m in enumerate(s.ledger):
         mid = m.id
-        tools = _tools(m)
+        role, tools = _role_and_tools(m)
         rows.append(
             LedgerRow(
                 i,
                 redact_text(mid) if redact else mid,
-                _role(m),
+                role,
                 redact_text(tools) if redact and tools else tools,
                 message_summary(m, redact),
                 weights.get(mid),
