@@ -87,12 +87,22 @@ def decisions(name: str, replay: Replay | None = None) -> list[Decision]:
             out.append(Decision(name, k, "the ledger", replay.step(k).result.input_tokens, b.trigger))
     elif name == "clear-suffices":
         k = next(k for k in range(1, len(replay) + 1) if replay.step(k).result.fired) - 1
-        out.append(Decision(name, k, "forced mode's clear lands at", overflow_recovery(replay, k).tokens_after, b.target))
+        out.append(
+            Decision(
+                name, k, "forced mode's clear lands at", overflow_recovery(replay, k).tokens_after, b.target
+            )
+        )
     elif name == "overflow-stop":
         [inc] = overflow_incidents(replay)
         k = inc.after_request or 0
-        out.append(Decision(name, k, "the view before the paste", replay.step(k).result.sent_tokens, b.target))
-        out.append(Decision(name, k, "the forced view of the rejected call", inc.recovery.tokens_after, b.window or 0))
+        out.append(
+            Decision(name, k, "the view before the paste", replay.step(k).result.sent_tokens, b.target)
+        )
+        out.append(
+            Decision(
+                name, k, "the forced view of the rejected call", inc.recovery.tokens_after, b.window or 0
+            )
+        )
     elif name == "compaction-storm":
         calm = persisted_run(replay.with_settings(load_policy(SCENARIOS[name].compare_policy or "")))
         hot = persisted_run(replay)
@@ -100,7 +110,10 @@ def decisions(name: str, replay: Replay | None = None) -> list[Decision]:
         # the default-target run replaces the read-time figures: a persisted run starts each request
         # from the view it kept, so the read-time estimates past the first compaction are no decision
         out = [d for d in out if d.request <= first]
-        out += [Decision(name, s.request, "the default-target run's view", s.input_tokens, calm.trigger) for s in calm.steps]
+        out += [
+            Decision(name, s.request, "the default-target run's view", s.input_tokens, calm.trigger)
+            for s in calm.steps
+        ]
     return out
 
 
@@ -109,7 +122,9 @@ def test_every_decision_of_the_scenario_keeps_its_margin(name: str) -> None:
     found = decisions(name)
     assert found, f"{name}: no decision found"
     near = [str(d) for d in found if d.margin < MARGIN]
-    assert not near, f"{name}: {len(near)} decision(s) closer than {MARGIN} tokens to their line:\n" + "\n".join(near)
+    assert not near, (
+        f"{name}: {len(near)} decision(s) closer than {MARGIN} tokens to their line:\n" + "\n".join(near)
+    )
 
 
 def test_the_decisions_the_tours_turn_on_are_checked() -> None:
@@ -131,7 +146,10 @@ def test_the_decisions_the_tours_turn_on_are_checked() -> None:
     assert at("budget-alone", 9, "tool output clear sees")[0] < trigger - MARGIN
     storm = decisions("compaction-storm")
     assert {d.request for d in storm if d.what == "the default-target run's view"} == set(range(1, 33))
-    assert [d.request for d in storm if d.what == "the default-target run's view" and d.figure > trigger] == [15, 28]
+    assert [d.request for d in storm if d.what == "the default-target run's view" and d.figure > trigger] == [
+        15,
+        28,
+    ]
 
 
 def test_a_figure_near_its_line_is_reported_with_the_scenario_named() -> None:
