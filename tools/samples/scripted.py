@@ -131,8 +131,12 @@ class _Script:
     def pytest(self, targets: str = "", *, fail: bool = False, verbose: bool = False) -> _Call:
         return self.tools.pytest(targets.split(), fail=fail, verbose=verbose, hint=2_000)
 
-    def edit(self, rel: str) -> _Call:
+    def edit(self, rel: str, comment: tuple[str, ...] = ()) -> _Call:
+        """A drawn edit of `rel`; `comment` lines are added under the changed lines (no extra draw)."""
         old, new, _ = self.tools.generic_edit(rel)
+        if comment:
+            indent = old[: len(old) - len(old.lstrip())]
+            new += "".join(f"\n{indent}# {line}".rstrip() for line in comment)
         return self.tools.edit(rel, old, new)
 
     def write_test(self, target: str, size: int | None = None) -> _Call:
@@ -207,8 +211,10 @@ def _clear_suffices(s: _Script) -> None:
     s.act(s.read(CATEGORIES, 4_000), say="Categorisation also groups entries; same question there.")
     s.act(s.read("tests/test_report.py", 4_500), say="The report tests, to see what is covered.")
     s.act(s.pytest("tests/test_report.py", verbose=True), say="Running the report tests.")
-    s.act(s.read(IO, 4_000, "load_entries"), say="Let me check how the loader builds entries.")
-    s.act(s.read(RATES, 4_000), say="The rates table is looked up by date too.")
+    # a shorter read at 12 and a longer one at 13: request 13 (nothing fires; forced mode clears down
+    # under the target) and request 14 (clear fires) each sit well away from their line
+    s.act(s.read(IO, 3_000, "load_entries"), say="Let me check how the loader builds entries.")
+    s.act(s.read(RATES, 5_500), say="The rates table is looked up by date too.")
     s.act(s.grep("month", 2_500), say="Every place that computes a month.")
     s.act(s.read(REPORT, 4_000), say="Back to the report module, around the month grouping.")
     s.reply(
@@ -217,6 +223,14 @@ def _clear_suffices(s: _Script) -> None:
         "fix is to group by `booked.year, booked.month` directly."
     )
     s.end()
+
+
+# Sizes (characters) of some of snip-needed's test modules, by 0-based index, the others drawn (1,200 to 3,200; the
+# draw is made either way). Chosen so that no decision sits near the trigger: module 6 small
+# (request 13, nothing fires, stays well under), 7 larger (14 well over), 8 small (after clearing,
+# 15 well under: clear suffices once more), 9 large (after clearing, 16 and 17 well over: snip).
+# tests/unit/test_scenario_margins.py checks the margins.
+_SNIP_NEEDED_SIZES: dict[int, int] = {5: 1_200, 6: 2_500, 7: 1_200, 8: 6_000}
 
 
 def _snip_needed(s: _Script) -> None:
@@ -230,13 +244,31 @@ def _snip_needed(s: _Script) -> None:
     s.act(s.read(RATES, 5_000), say="The rates module is used by both.")
     targets = (REPORT, CURRENCY, RATES, REPORT, CURRENCY, FORMATTING, REPORT, RATES, CURRENCY, REPORT)
     for i, target in enumerate(targets):
-        s.act(s.write_test(target), say=f"Test module {i + 1} of {len(targets)}, for `{target}`.")
+        size = _SNIP_NEEDED_SIZES.get(i)
+        s.act(s.write_test(target, size), say=f"Test module {i + 1} of {len(targets)}, for `{target}`.")
         if i % 3 == 2:
             s.act(s.pytest("tests/"), say="Running the new tests so far.")
     s.act(s.write_test(FORMATTING), say="One more for the formatting helpers the report uses.")
     s.act(s.pytest(), say="The full suite.")
     s.reply("Eleven new test modules cover the report, currency, rates and formatting functions; all pass.")
     s.end()
+
+
+# compact-last-resort: request 16 (nothing fires) and 17 (snip starts) sit one edit apart, so that
+# edit's reasoning is longer (a re-check of the signatures, no extra draw) and the test module before
+# it smaller (request 16 well under the trigger, 17 well over it); tests/unit/test_scenario_margins.py
+_COMPACT_SIZES: dict[int, int] = {4: 2_000, 5: 1_200}
+_COMPACT_LONG_THOUGHT = 6
+_RECHECK = (
+    "Before the next edit, let me re-check the constraint from the task: no signature may change. The "
+    "currency functions take `amount` positionally and some callers pass it by keyword, so the check has "
+    "to read the parameter as it arrives, without renaming it or adding a keyword-only marker. The error "
+    "message must name the argument, since the categories module feeds the CLI's report output. A float "
+    "that happens to be integral, such as 12.0, is still a float and must be rejected, and a Decimal or an "
+    "int must pass untouched; bool is an int subclass, which the existing tests already accept, so I will "
+    "leave it alone rather than widen the change. The test module for this edit follows the same pattern "
+    "as the others: one rejecting case per public function, one accepting case with a Decimal."
+)
 
 
 def _compact_last_resort(s: _Script) -> None:
@@ -250,8 +282,12 @@ def _compact_last_resort(s: _Script) -> None:
     s.act(s.tools.skill(), say="Loading the project's testing conventions.")
     files = (CURRENCY, RATES, CATEGORIES, CURRENCY, RATES, CATEGORIES, CURRENCY, RATES, CATEGORIES, CURRENCY)
     for i, rel in enumerate(files):
-        s.act(s.edit(rel), think=s.thought(3))
-        s.act(s.write_test(rel), think=s.thought(2))
+        edit = s.edit(rel)  # the edit is drawn before its reasoning, as always
+        think = s.thought(3)
+        if i == _COMPACT_LONG_THOUGHT:
+            think += " " + _RECHECK
+        s.act(edit, think=think)
+        s.act(s.write_test(rel, _COMPACT_SIZES.get(i)), think=s.thought(2))
         if i == 4:
             s.ask(
                 "Halfway check: keep going, but remember the categories module is used by the "
@@ -302,6 +338,32 @@ def _small_window(s: _Script) -> None:
     s.end()
 
 
+# compaction-storm: the target-at-trigger run sits at the trigger by design (its view after each
+# compaction is left a few hundred tokens under it, so which later requests cross is the storm itself,
+# the lesson, not a margin). The decisions both runs share, and those of the default-target run, keep a
+# margin (tests/unit/test_scenario_margins.py): the first crossing (request 15) comes with a longer test
+# module (9), the hot run's second compaction (17) with another (11); modules 13-21 are shorter so the
+# default run stays well under the trigger at 27 and crosses it at 28 only with a longer edit at 27 (a
+# worked example in a comment, no extra draw).
+_STORM_SIZES: dict[int, int] = {9: 2_400, 11: 2_500, 13: 1_700, 15: 1_200, 17: 1_200, 21: 2_000}
+_STORM_NOTE = (
+    "Worked example for the doctest below, kept next to the code so the next reader sees the intent:",
+    ">>> rule = CategoryRule(pattern='GROCER*', category='food')",
+    ">>> rule.matches('GROCER KING 042')",
+    "True",
+    ">>> rule.matches('grocer king 042')  # case-insensitive, like the bank's own export",
+    "True",
+    ">>> rule.matches('THE GROCER')  # the pattern is anchored at the start of the payee",
+    "False",
+    ">>> categorize([Entry(payee='GROCER KING', amount=Decimal('-23.40'))], [rule])[0].category",
+    "'food'",
+    ">>> categorize([Entry(payee='UNKNOWN LTD', amount=Decimal('-5.00'))], [rule])[0].category",
+    "'uncategorized'",
+    "Rules are tried in the order of the config file; the first match wins, so a broad pattern such",
+    "as '*' belongs last, and a rule without a category is a config error, raised when it is loaded.",
+)
+
+
 def _storm(s: _Script) -> None:
     s.ask(
         "Add a short doctest example to every helper in formatting, categories and config, one small "
@@ -315,9 +377,9 @@ def _storm(s: _Script) -> None:
     for i in range(26):
         rel = files[i % 3]
         if i % 2:
-            s.act(s.write_test(rel), say=f"A test module for the `{rel}` helpers.")
+            s.act(s.write_test(rel, _STORM_SIZES.get(i)), say=f"A test module for the `{rel}` helpers.")
         else:
-            s.act(s.edit(rel), say=f"Next doctest example in `{rel}`.")
+            s.act(s.edit(rel, _STORM_NOTE if i == 22 else ()), say=f"Next doctest example in `{rel}`.")
     s.act(s.pytest(), say="The full suite.")
     s.reply("Every helper has a doctest example now, and each group has test modules; the suite passes.")
     s.end()
