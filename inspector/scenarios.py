@@ -215,8 +215,8 @@ def _stops_clear_suffices(replay: Replay, _: Replay | None) -> list[Stop]:
         _stop(
             replay,
             k - 1,
-            "Just under the trigger",
-            f"Every request so far read more code: {before.sent_tokens:,} tokens are sent, just under the trigger "
+            "Under the trigger",
+            f"Every request so far read more code: {before.sent_tokens:,} tokens are sent, under the trigger "
             f"({b.trigger:,}; {_budget_line(replay)}). Nothing fires; every tool result is still verbatim.",
         ),
         _stop(
