@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from msgspec import Struct
 
@@ -518,10 +518,20 @@ def _running_costs(transcript: Transcript) -> tuple[list[RequestCost], list[floa
     return rows, running
 
 
-def money_at(transcript: Transcript, k: int) -> str:
-    """What the app's gauge says of money at request k: "cost $0.06 · $10.23 so far", "no price for
-    fake-model", or "" where the request reported no usage. The session's costs are computed once
-    per transcript (a followed file that grew is a new one: it goes on from the one before)."""
+class MoneyAt(NamedTuple):
+    """What the app's gauge says of money at one request (`money_at`)."""
+
+    text: str
+    """"cost $0.06 · $10.23 so far", "no price for fake-model", or "" (no usage reported)."""
+    priced: bool
+    """Whether `text` is a price (not the reason there is none)."""
+
+
+def money_at(transcript: Transcript, k: int) -> MoneyAt:
+    """What the app's gauge says of money at request k: "cost $0.06 · $10.23 so far" (priced),
+    "no price for fake-model", or "" where the request reported no usage. The session's costs are
+    computed once per transcript (a followed file that grew is a new one: it goes on from the one
+    before)."""
     key = (id(transcript), len(transcript.requests))
     hit = _MEMO.get(key)
     if hit is None or hit[0] is not transcript:
@@ -531,8 +541,8 @@ def money_at(transcript: Transcript, k: int) -> str:
         hit = _MEMO[key] = (transcript, rows, running)
     _, rows, running = hit
     if not 1 <= k <= len(rows):
-        return ""
+        return MoneyAt("", False)
     row = rows[k - 1]
     if row.cost is None:
-        return "" if row.note == "no usage reported" else str(row.note)
-    return f"cost {money_text(row.cost.total)} · {money_text(running[k - 1])} so far"
+        return MoneyAt("" if row.note == "no usage reported" else str(row.note), False)
+    return MoneyAt(f"cost {money_text(row.cost.total)} · {money_text(running[k - 1])} so far", True)

@@ -120,6 +120,7 @@ def step_view(
     `compaction`: the recorded compaction right before it, opened (`open_compaction`)."""
     requests = replay.transcript.requests
     previous = requests[step.index - 2].timestamp if step.index >= 2 else None
+    money = money_at(replay.transcript, step.index)
     return build_step_view(
         index=step.index,
         total=len(replay),
@@ -142,7 +143,8 @@ def step_view(
         result=step.result,
         harness=replay.harness_estimate(step.index, wait=wait),
         decides_as_harness=replay.decides_as_harness,
-        cost=money_at(replay.transcript, step.index),
+        cost=money.text,
+        priced=money.priced,
         timestamp=step.request.timestamp,
         model=step.request.model,
         previous_timestamp=previous,
@@ -871,8 +873,7 @@ class MainScreen(Screen[None]):
         said = when(view)  # the request's time, the gap since the one before, its model
         if said:
             parts.append(said)
-        priced = view.cost.startswith("cost ")  # not "no price for MODEL" (the first line's words)
-        if priced and view.cost not in numbers(view, self.gauge.content_region.width or 1_000):
+        if view.priced and view.cost not in numbers(view, self.gauge.content_region.width or 1_000):
             parts.append(view.cost)  # the gauge's first line had no room left for the money
         if self.following and self.follower is None:
             parts.append("● following newest")

@@ -309,6 +309,8 @@ class StepView:
     """The layers decided with the harness's own estimate (`Replay.decides_as_harness`)."""
     cost: str = ""
     """What the request cost, and the session so far ("cost $0.06 · $10.23 so far"), or why not."""
+    priced: bool = False
+    """Whether `cost` is a price (not why there is none: "no price for MODEL")."""
     timestamp: str | None = None
     """When the request was made (its response's timestamp, ISO 8601), if the transcript says."""
     model: str | None = None
@@ -496,6 +498,7 @@ def build_step_view(
     harness: tuple[int, bool] | None = None,
     decides_as_harness: bool = False,
     cost: str = "",
+    priced: bool = False,
     timestamp: str | None = None,
     model: str | None = None,
     previous_timestamp: str | None = None,
@@ -595,6 +598,7 @@ def build_step_view(
         harness=harness,
         decides_as_harness=decides_as_harness,
         cost=cost,
+        priced=priced,
         timestamp=timestamp,
         model=model,
         gap_s=seconds_between(previous_timestamp, timestamp),

@@ -396,12 +396,12 @@ def test_the_gauge_says_the_cost_of_the_request() -> None:
     from inspector.model.cost import money_at
 
     transcript = load(str(corpus_file("claude-code/applabnl-a9185eb7.jsonl")))
-    text = money_at(transcript, 1)
-    assert text.startswith("cost $") and text.endswith(" so far")
+    text, priced = money_at(transcript, 1)
+    assert priced and text.startswith("cost $") and text.endswith(" so far")
     first, so_far = text.removeprefix("cost ").removesuffix(" so far").split(" · ")
     assert first == so_far  # request 1: the session so far is that request
     codex = load(str(corpus_file("codex/lazyagents-codex-0.158.0-rollout.jsonl")))
-    assert money_at(codex, 2) == "no price for fake-model"
+    assert money_at(codex, 2) == ("no price for fake-model", False)  # the reason, not a price
 
 
 def test_exports_carry_the_cost(capsys: pytest.CaptureFixture[str]) -> None:

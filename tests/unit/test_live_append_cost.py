@@ -23,7 +23,7 @@ def transcript() -> Transcript:
     return t
 
 
-def fresh(t: Transcript, ks: list[int]) -> list[str]:
+def fresh(t: Transcript, ks: list[int]) -> list[cost.MoneyAt]:
     cost._MEMO.clear()
     return [cost.money_at(t, k) for k in ks]
 
@@ -46,7 +46,7 @@ def test_a_grown_transcript_prices_only_its_new_requests(
     n = len(transcript.requests)
     ks = [1, n - 3, n - 2, n]
     want = fresh(transcript, ks)
-    assert want[-1].startswith("cost $") and " so far" in want[-1]
+    assert want[-1].priced and want[-1].text.startswith("cost $") and " so far" in want[-1].text
     cost._MEMO.clear()
     before = msgspec.structs.replace(transcript, requests=transcript.requests[:-3])
     assert cost.money_at(before, n - 3) == want[1]
