@@ -341,6 +341,12 @@ def message_summary(message: Message, redact: bool = False, width: int = SUMMARY
 
 
 def _tools(message: Message) -> str:
+    blocks = message.blocks
+    if len(blocks) == 1:  # most messages: read once, no lists
+        b = blocks[0]
+        if isinstance(b, ToolCallBlock):
+            return b.name
+        return (b.tool_name or "?") if isinstance(b, ToolResultBlock) else ""
     calls: list[str] = []
     results: list[str] = []
     for b in message.blocks:
@@ -399,18 +405,6 @@ def _role(m: Message) -> str:
     return "summary" if m.is_summary else m.role.value
 
 
-def _role_and_tools(m: Message) -> tuple[str, str]:
-    """(`_role(m)`, `_tools(m)`), a message of one block (most of them) read once."""
-    blocks = m.blocks
-    if len(blocks) == 1:
-        b = blocks[0]
-        if isinstance(b, ToolResultBlock):
-            return "tool result", b.tool_name or "?"
-        plain = "summary" if m.is_summary else m.role.value
-        return plain, b.name if isinstance(b, ToolCallBlock) else ""
-    return _role(m), _tools(m)
-
-
 def ledger_table(replay: Replay, step: int, redact: bool = False) -> LedgerTable:
     """The ledger replay holds at request `step`, one row per message with its fate in each layer."""
     s = replay.step(step)
@@ -420,12 +414,12 @@ def ledger_table(replay: Replay, step: int, redact: bool = False) -> LedgerTable
     rows = []
     for i, m in enumerate(s.ledger):
         mid = m.id
-        role, tools = _role_and_tools(m)
+        tools = _tools(m)
         rows.append(
             LedgerRow(
                 i,
                 redact_text(mid) if redact else mid,
-                role,
+                _role(m),
                 redact_text(tools) if redact and tools else tools,
                 message_summary(m, redact),
                 weights.get(mid),

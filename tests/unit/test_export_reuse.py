@@ -21,7 +21,7 @@ from inspector.model import (
 )
 from inspector.replay import Replay
 from inspector.replay.composition import _apportion, _block_size, build, message_parts
-from inspector.report.export import _role, _role_and_tools, _tools
+from inspector.report.export import _role, _tools
 from inspector.shaping import Budget
 
 CORPUS = Path(__file__).resolve().parents[2] / ".." / "shared" / "corpus"
@@ -44,9 +44,16 @@ SAMPLES = [
 ]
 
 
-def test_role_and_tools_is_role_and_tools_of_every_shape() -> None:
-    got = [_role_and_tools(m) for m in SAMPLES]
-    assert got == [(_role(m), _tools(m)) for m in SAMPLES]
+def _general_tools(message: Message) -> str:
+    """_tools as it was: every block walked (no one-block shortcut)."""
+    calls = [b.name for b in message.blocks if isinstance(b, ToolCallBlock)]
+    results = [b.tool_name or "?" for b in message.blocks if isinstance(b, ToolResultBlock)]
+    return ", ".join(dict.fromkeys(n for n in calls + results if n))
+
+
+def test_tools_of_one_block_is_tools_of_every_block_walked() -> None:
+    got = [(_role(m), _tools(m)) for m in SAMPLES]
+    assert [t for _, t in got] == [_general_tools(m) for m in SAMPLES]
     assert got[:7] == [
         ("user", ""),
         ("assistant", "Read"),
@@ -108,4 +115,4 @@ def test_facts_scan_the_calls_and_results_each_message_holds(path: Path) -> None
     assert [(i, m.id, r) for i, m, r in facts._results_in] == results
     assert len(facts.calls) == sum(len(c) for _, _, c in calls)
     for m in transcript.messages:
-        assert _role_and_tools(m) == (_role(m), _tools(m))
+        assert _tools(m) == _general_tools(m)
