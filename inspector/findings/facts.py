@@ -239,23 +239,10 @@ class Facts:
         self._tooled: set[int] = set()
         """id() of the messages holding a call or a result (alive with the transcript)."""
         assistant = Role.ASSISTANT
-        calls: tuple[ToolCallBlock, ...]
-        results: tuple[ToolResultBlock, ...]
         for i, m in enumerate(self.transcript.messages):
-            blocks = m.blocks
-            if len(blocks) == 1:  # (most messages: one look)
-                b = blocks[0]
-                if isinstance(b, ToolCallBlock):
-                    calls, results = (b,), ()
-                elif isinstance(b, ToolResultBlock):
-                    calls, results = (), (b,)
-                else:
-                    continue
-            else:
-                calls = tuple(b for b in blocks if isinstance(b, ToolCallBlock))
-                results = tuple(b for b in blocks if isinstance(b, ToolResultBlock))
-                if not calls and not results:
-                    continue
+            calls, results = m.tool_calls, m.tool_results
+            if not calls and not results:
+                continue
             self._tooled.add(id(m))
             if calls and m.role is assistant:
                 self._calls_in.append((i, m, calls))

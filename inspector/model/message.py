@@ -120,11 +120,19 @@ class Message(Struct, frozen=True, kw_only=True):
 
     @property
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
-        return tuple(b for b in self.blocks if isinstance(b, ToolCallBlock))
+        blocks = self.blocks
+        if len(blocks) == 1:  # most messages: one look, no generator
+            b = blocks[0]
+            return (b,) if isinstance(b, ToolCallBlock) else ()
+        return tuple(b for b in blocks if isinstance(b, ToolCallBlock))
 
     @property
     def tool_results(self) -> tuple[ToolResultBlock, ...]:
-        return tuple(b for b in self.blocks if isinstance(b, ToolResultBlock))
+        blocks = self.blocks
+        if len(blocks) == 1:
+            b = blocks[0]
+            return (b,) if isinstance(b, ToolResultBlock) else ()
+        return tuple(b for b in blocks if isinstance(b, ToolResultBlock))
 
     @property
     def has_text(self) -> bool:
