@@ -13,17 +13,19 @@ from inspector.model import Message, RecordedEvent, Role, ToolResultBlock, Trans
 from .cost_model import Coefficients, CostModel
 from .features import _FINAL_X, CLEARED_TEXT, OVERHEAD_ID, Features, _add, _parts
 from .priors import CHOSEN_ON, STRIP_PRIOR, WIDE, keeps_reasoning, prior_ratio
-from .requests import BackgroundShells, _micro_events, _outputs, model_switched, prefix_changed
+from .requests import (
+    SHELL_FEATURES,
+    BackgroundShells,
+    _micro_events,
+    _outputs,
+    model_switched,
+    prefix_changed,
+)
 from .weights import apportion
 
 if TYPE_CHECKING:
     from .core import Calibration
 
-
-_SHELL_FEATURES = frozenset(
-    {"out_calls", "results:Bash", "results:BashOutput", "results:KillShell", "results:KillBash"}
-)
-"""A message with one of these features may start or end a background shell (`BackgroundShells`)."""
 
 FINAL_FRACTION = 0.5
 """A response's reported output is trusted when it reaches this share of its predicted output."""
@@ -363,7 +365,7 @@ class _DeltaRun:
                         self.think[mid] = pm.think
                         if pm.known:
                             self.think_known.add(mid)
-                    if not _SHELL_FEATURES.isdisjoint(p.x):
+                    if not SHELL_FEATURES.isdisjoint(p.x):
                         self.shells.see(m)
                 self.total = total
                 if self.shells.live:

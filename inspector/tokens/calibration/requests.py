@@ -85,6 +85,9 @@ transcript does not hold it): the text is rebuilt for its size, the cost model's
 coefficient learns what it misses."""
 _BACKGROUND_ID = "Command running in background with ID: "
 _SHELL_TOOLS = frozenset({"Bash", "BashOutput", "KillShell", "KillBash"})
+SHELL_FEATURES = frozenset({"out_calls", *(f"results:{tool}" for tool in _SHELL_TOOLS)})
+"""A message with one of these features (`features.Parts.x`) may start or end a background shell:
+the only ones `BackgroundShells.see` need be shown."""
 
 
 class BackgroundShells:
