@@ -32,4 +32,9 @@ class HeuristicEstimator:
         return heuristic_tokens(text)
 
     def message(self, message: Message) -> int:
-        return MESSAGE_OVERHEAD + heuristic_tokens(serialize(message))
+        return self.serialized(serialize(message))
+
+    @staticmethod
+    def serialized(text: str) -> int:
+        """`message` of the message whose `serialize` is `text` (for a caller that has it)."""
+        return MESSAGE_OVERHEAD + heuristic_tokens(text)

@@ -10,7 +10,7 @@ from typing import Literal
 from inspector.model import Message, Request, Segment, Transcript
 from inspector.model.bulk import paused_gc
 
-from ..base import MESSAGE_OVERHEAD, Estimator
+from ..base import Estimator
 from ..heuristic import HeuristicEstimator, heuristic_tokens
 from .cost_model import Coefficients
 from .delta import _DeltaRun
@@ -274,7 +274,7 @@ class Calibration:
         batch = getattr(self.estimator, "messages", None)
         if serialized is not None and type(self.estimator) is HeuristicEstimator:
             # `HeuristicEstimator.message`, from the texts the caller serialized
-            values = [MESSAGE_OVERHEAD + heuristic_tokens(t) for t in serialized]
+            values = [HeuristicEstimator.serialized(t) for t in serialized]
         elif callable(batch):
             values = list(batch(msgs))
         else:
