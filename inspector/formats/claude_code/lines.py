@@ -131,7 +131,7 @@ INPUT_DEPTH = MAX_DEPTH - 4
 block hold it (the long way checks the depth of the record it keeps, message included)."""
 
 
-def decode_line(raw: bytes) -> Line | None:
+def decode_line(raw: bytes | memoryview) -> Line | None:
     """The line in the usual shape, or None (then read it the long way)."""
     try:
         return decode(raw)

@@ -7,8 +7,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from inspector.model import LoadIssue, Transcript, Usage
 
 from ..base import MAX_LINE_BYTES, LineSplitter, Overlong, decode_json_line, short, too_deep, too_deep_reason
@@ -16,7 +14,7 @@ from .agents import _agent_files, _file_key, _is_compaction_call, _meta_lines, _
 from .builder import _Builder, _Built
 from .extend import extend
 from .ledger import _Memo
-from .lines import Line, TypedMessage, decode, decode_line, too_deep_input
+from .lines import Line, TypedMessage, decode_line, too_deep_input
 from .lines import blocks as typed_blocks
 from .lines import usage as typed_usage
 from .records import (
@@ -66,47 +64,23 @@ class ClaudeCodeReader:
 
     def feed(self, data: bytes) -> None:
         first, lines = self._lines.views(data)
-        if not lines:
-            return
-        # most lines of a session (progress, snapshots and the like: `_PLAIN` types) are read
-        # here, in line, as `_take_line` reads them; every other line goes there (or the long way)
-        state = self._state
-        nodes = state.nodes
-        order = state.order
-        versions = state.versions
-        skipped = state.skipped
+        # most lines of a session (progress, snapshots and the like: `_PLAIN` types) go straight
+        # to `_node`, as `_take_line` would send them; every other line goes there (or the long way)
         take_line = self._take_line
         take_long = self._take_long
+        node = self._node
         plain = _PLAIN
-        line_no = first - 1
-        for raw in lines:
-            line_no += 1
+        for line_no, raw in enumerate(lines, first):
             if type(raw) is Overlong:
                 take_long(line_no, raw)
                 continue
-            try:
-                line = decode(raw)
-            except (msgspec.DecodeError, RecursionError):  # not the usual shape
+            line = decode_line(raw)
+            if line is None:
                 take_long(line_no, bytes(raw))
-                continue
-            rtype = line.type
-            if rtype not in plain:
-                if not take_line(line_no, line):
-                    take_long(line_no, bytes(raw))
-                continue
-            if state.session_id is None and line.session_id is not None:
-                state.session_id = line.session_id
-            version = line.version
-            if version is not None:
-                versions[version] += 1
-            skipped[rtype] += 1
-            uuid = line.uuid
-            if uuid is not None and uuid not in nodes:
-                nodes[uuid] = _Node(
-                    uuid, line.parent_uuid, rtype, line_no, self._count, line.is_sidechain is True
-                )
-                self._count += 1
-                order.append(uuid)
+            elif line.type in plain:
+                node(line_no, line, line.type)
+            elif not take_line(line_no, line):
+                take_long(line_no, bytes(raw))
 
     def finish(self) -> None:
         """At end of file: a held-back last line without its newline is read if it is whole JSON."""
@@ -126,6 +100,23 @@ class ClaudeCodeReader:
         if line is None or not self._take_line(line_no, line):
             self._take_long(line_no, raw, torn_ok)
 
+    def _node(self, line_no: int, line: Line, key: str) -> None:
+        """A line that holds no message, title or boundary: counted under `key` (its type, or
+        what it says of it) and made a node of the tree."""
+        state = self._state
+        if state.session_id is None and line.session_id is not None:
+            state.session_id = line.session_id
+        if line.version is not None:
+            state.versions[line.version] += 1
+        state.skipped[key] += 1
+        uuid = line.uuid
+        if uuid is not None and uuid not in state.nodes:
+            state.nodes[uuid] = _Node(
+                uuid, line.parent_uuid, line.type, line_no, self._count, bool(line.is_sidechain)
+            )
+            self._count += 1
+            state.order.append(uuid)
+
     def _take_line(self, line_no: int, line: Line) -> bool:
         """A line in the usual shape (`lines`): what `_take_long` makes of it, made
         from the decoded structs. False: a line `_take_long` reads (a boundary, a title, or a
@@ -140,15 +131,7 @@ class ClaudeCodeReader:
         if rtype not in CONVERSATION_TYPES:
             # most lines of a session (hooks, tool and agent progress, snapshots): a node of the tree
             key = rtype if rtype != "system" else _system_key(line.subtype)
-            if line.version is not None:
-                state.versions[line.version] += 1
-            state.skipped[key if rtype in KNOWN_TYPES else f"unknown:{short(rtype)}"] += 1
-            if uuid is not None and uuid not in state.nodes:
-                state.nodes[uuid] = _Node(
-                    uuid, line.parent_uuid, rtype, line_no, self._count, bool(line.is_sidechain)
-                )
-                self._count += 1
-                state.order.append(uuid)
+            self._node(line_no, line, key if rtype in KNOWN_TYPES else f"unknown:{short(rtype)}")
             return True
         msg = line.message
         if msg is None or uuid is None or too_deep_input(msg):
