@@ -143,7 +143,7 @@ class _Builder(_Tree):
                 boundaries.append(n)
             if subtype == "microcompact_boundary":
                 microcompacts.append(n)
-            if n.model == "<synthetic>" or rec.get("isApiErrorMessage"):  # (`_is_api_error`)
+            if _is_api_error(n):
                 api_errors.append(n)
         # absorb parallel tool traffic beside the chain; the rest is an abandoned branch. API
         # errors hanging off the chain where nothing followed them join those on it (a session
@@ -174,11 +174,8 @@ class _Builder(_Tree):
             if n.file is not None and n.parent in members:
                 members.add(n.uuid)  # hook output recovered from a compaction call
         ordered = [  # (the other members hold no message; an API error is an event, not a message)
-            n
-            for n in kept
-            if n.uuid in members
-            and not (n.model == "<synthetic>" or (n.record is not None and n.record.get("isApiErrorMessage")))
-        ]  # (`_is_api_error`, in line)
+            n for n in kept if n.uuid in members and not _is_api_error(n)
+        ]
         strays = [n for n in stray if n.uuid not in members]
         abandoned = self.abandoned(strays, on_chain)
         transcript = self._assemble(
