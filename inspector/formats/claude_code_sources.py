@@ -136,6 +136,12 @@ class Classifier:
         after, self._after_command = self._after_command, None
         if rec.get("isCompactSummary"):
             return SUMMARY
+        if len(blocks) == 1 and type(only := blocks[0]) is ToolResultBlock:
+            # (most user lines: one tool result; what the rule below makes of it, without its sets)
+            if only.tool_name in SUBAGENT_TOOLS:
+                return SUBAGENT_RESULT
+            named = NAMED_RESULTS.get(only.tool_name or "")
+            return named if named is not None and not only.is_error else TOOL_OUTPUT
         if blocks and all(isinstance(b, ToolResultBlock) for b in blocks):
             names = {b.tool_name for b in blocks if isinstance(b, ToolResultBlock)}
             if names & SUBAGENT_TOOLS:

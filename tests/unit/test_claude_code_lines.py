@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 import inspector.formats.claude_code.reader as cc
@@ -18,10 +19,16 @@ from inspector.model import Transcript
 from tests.conftest import FA812, ROOT, claude_code_corpus
 
 
+def _undecodable(raw: bytes | memoryview) -> object:
+    """The typed decoder switched off: every line goes the long way."""
+    raise msgspec.DecodeError("read the long way")
+
+
 def _read(path: Path, *, fast: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[ClaudeCodeReader, Transcript]:
     with monkeypatch.context() as m:
         if not fast:
             m.setattr(cc, "decode_line", lambda raw: None)
+            m.setattr(cc, "decode_typed", _undecodable)
         reader = ClaudeCodeReader(path, follow=False)
         data = path.read_bytes()
         for i in range(0, len(data), 4096):  # in pieces: lines held across pieces too

@@ -137,14 +137,18 @@ class _Builder(_Tree):
                 if rid := n.rid:
                     chain_rids.add(rid)
                     rid_count[rid] += 1
-                chain_calls.update(b.id for b in n.blocks if isinstance(b, ToolCallBlock))
+                for b in n.blocks:
+                    if type(b) is ToolCallBlock:
+                        chain_calls.add(b.id)
             subtype = rec.get("subtype")
             if subtype == BOUNDARY or n.uuid in starts:
                 boundaries.append(n)
             if subtype == "microcompact_boundary":
                 microcompacts.append(n)
-            if _is_api_error(n):
+            if n.model == "<synthetic>" or rec.get("isApiErrorMessage"):  # (`_is_api_error`, inline)
                 api_errors.append(n)
+        # the only API errors among the members below: those on the chain (no other is absorbed)
+        errors_on_chain = {n.uuid for n in api_errors}
         # absorb parallel tool traffic beside the chain; the rest is an abandoned branch. API
         # errors hanging off the chain where nothing followed them join those on it (a session
         # that ends on "5-hour limit reached": the leaf is the line before it)
@@ -173,9 +177,12 @@ class _Builder(_Tree):
         for n in stray:
             if n.file is not None and n.parent in members:
                 members.add(n.uuid)  # hook output recovered from a compaction call
-        ordered = [  # (the other members hold no message; an API error is an event, not a message)
-            n for n in kept if n.uuid in members and not _is_api_error(n)
-        ]
+        # (the other members hold no message; an API error is an event, not a message)
+        ordered = (
+            [n for n in kept if n.uuid in members and n.uuid not in errors_on_chain]
+            if errors_on_chain
+            else [n for n in kept if n.uuid in members]
+        )
         strays = [n for n in stray if n.uuid not in members]
         abandoned = self.abandoned(strays, on_chain)
         transcript = self._assemble(
@@ -227,22 +234,21 @@ class _Builder(_Tree):
             for n in ordered:
                 take(n)
         messages: list[Message] = []
-        msg_segment: dict[str, int] = {}
         line_of_msg: dict[str, int] = {}
+        in_segment: defaultdict[int, list[str]] = defaultdict(list)
+        """Segment -> its messages' ids, in ledger order."""
+        message = self.message
         for g in acc.groups:
-            m = self.message(g, acc)
+            m = message(g, acc)
             n = g.lines[0]
-            j = bisect_left(start_orders, n.order)  # boundaries with order < n.order
-            msg_segment[m.id] = start_segments[j - 1] if j else 0
+            j = bisect_left(start_orders, n.order) if start_orders else 0  # boundaries before n
+            in_segment[start_segments[j - 1] if j else 0].append(m.id)
             line_of_msg[m.id] = n.line
             messages.append(m)
 
         # segments: the ledger of each stretch between compactions
         by_id = {m.id: m for m in messages}
         events: list[RecordedEvent] = []
-        in_segment: defaultdict[int, list[str]] = defaultdict(list)
-        for m in messages:
-            in_segment[msg_segment[m.id]].append(m.id)
         segments: list[list[str]] = [list(in_segment[0])]
         for i, b in enumerate(boundaries):
             rec = b.record

@@ -46,9 +46,9 @@ def _named(blocks: tuple[Block, ...], call_names: dict[str, str]) -> tuple[Block
     `blocks` go in first, in order); the very tuple when every name already agrees."""
     out: list[Block] | None = None
     for i, b in enumerate(blocks):
-        if isinstance(b, ToolCallBlock):
+        if type(b) is ToolCallBlock:  # (exact types: the block structs have no subclasses)
             call_names[b.id] = b.name
-        elif isinstance(b, ToolResultBlock):
+        elif type(b) is ToolResultBlock:
             name = call_names.get(b.call_id)
             if name != b.tool_name:
                 if out is None:

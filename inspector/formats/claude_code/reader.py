@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from inspector.model import LoadIssue, Transcript, Usage
 
 from ..base import MAX_LINE_BYTES, LineSplitter, Overlong, decode_json_line, short, too_deep, too_deep_reason
@@ -16,6 +18,7 @@ from .extend import extend
 from .ledger import _Memo
 from .lines import Line, TypedMessage, decode_line, too_deep_input
 from .lines import blocks as typed_blocks
+from .lines import decode as decode_typed
 from .lines import usage as typed_usage
 from .records import (
     BOUNDARY_SUBTYPES,
@@ -64,23 +67,51 @@ class ClaudeCodeReader:
 
     def feed(self, data: bytes) -> None:
         first, lines = self._lines.views(data)
-        # most lines of a session (progress, snapshots and the like: `_PLAIN` types) go straight
-        # to `_node`, as `_take_line` would send them; every other line goes there (or the long way)
+        # most lines of a session (progress, snapshots and the like: `_PLAIN` types) are made a
+        # node right here, as `_node` makes them (the loop's names are locals, its calls the
+        # decoder's alone: this loop runs once a line); every other line goes to `_take_line`
+        # (or the long way). An `Overlong` is empty bytes: it never decodes.
+        state = self._state
+        nodes = state.nodes
+        order = state.order
+        skipped = state.skipped
+        versions = state.versions
         take_line = self._take_line
         take_long = self._take_long
-        node = self._node
         plain = _PLAIN
+        decode = decode_typed
+        node = _Node
+        count = self._count
+        no_session = state.session_id is None
         for line_no, raw in enumerate(lines, first):
-            if type(raw) is Overlong:
-                take_long(line_no, raw)
+            try:
+                line = decode(raw)
+            except (msgspec.DecodeError, RecursionError):  # (ValidationError included)
+                self._count = count
+                take_long(line_no, raw if type(raw) is Overlong else bytes(raw))
+                count = self._count
+                no_session = state.session_id is None
                 continue
-            line = decode_line(raw)
-            if line is None:
+            rtype = line.type
+            if rtype in plain:
+                if no_session and line.session_id is not None:
+                    state.session_id = line.session_id
+                    no_session = False
+                if (version := line.version) is not None:
+                    versions[version] += 1
+                skipped[rtype] += 1
+                uuid = line.uuid
+                if uuid is not None and uuid not in nodes:
+                    nodes[uuid] = node(uuid, line.parent_uuid, rtype, line_no, count, line.is_sidechain is True)
+                    count += 1
+                    order.append(uuid)
+                continue
+            self._count = count
+            if not take_line(line_no, line):
                 take_long(line_no, bytes(raw))
-            elif line.type in plain:
-                node(line_no, line, line.type)
-            elif not take_line(line_no, line):
-                take_long(line_no, bytes(raw))
+            count = self._count
+            no_session = state.session_id is None
+        self._count = count
 
     def finish(self) -> None:
         """At end of file: a held-back last line without its newline is read if it is whole JSON."""
@@ -138,17 +169,19 @@ class ClaudeCodeReader:
             return False
         if line.version is not None:
             state.versions[line.version] += 1
-        if uuid in state.nodes:
+        nodes = state.nodes
+        if uuid in nodes:
             self._duplicate(line_no, uuid)
             return True
-        state.nodes[uuid] = _Node(
-            uuid=uuid,
-            parent=line.parent_uuid,
-            type=rtype,
-            line=line_no,
-            order=self._count,
-            sidechain=bool(line.is_sidechain),
-            record={
+        # (positional: the fields of `_Node` in order, `file` None)
+        nodes[uuid] = _Node(
+            uuid,
+            line.parent_uuid,
+            rtype,
+            line_no,
+            self._count,
+            line.is_sidechain is True,
+            {
                 "type": rtype,
                 "subtype": line.subtype,
                 "timestamp": line.timestamp,
@@ -157,11 +190,12 @@ class ClaudeCodeReader:
                 "isApiErrorMessage": line.is_api_error_message,
                 "agentId": line.agent_id,
             },
-            blocks=typed_blocks(msg, self._call_names),
-            usage=self._usage(msg) if rtype == "assistant" else None,
-            rid=msg.id,
-            model=msg.model,
-            stop=msg.stop_reason,
+            None,
+            typed_blocks(msg, self._call_names),
+            self._usage(msg) if rtype == "assistant" else None,
+            msg.id,
+            msg.model,
+            msg.stop_reason,
         )
         self._count += 1
         state.order.append(uuid)
