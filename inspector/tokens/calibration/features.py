@@ -194,10 +194,12 @@ _CLASS = bytes(
 character: `[^\\sA-Za-z0-9]` holds it, as a whole), whitespace; and whitespace but the plain
 space (the only one `_PIECE`'s ` ?` lends to the piece after it) also has the `_BREAK` bit."""
 _FOUR_DIGITS = bytes((_DIGIT,)) * 4
-_DIGIT_RUN = re.compile(re.escape(bytes((_DIGIT,))) + b"(?:" + re.escape(bytes((_DIGIT,)) * 3) + b")+")
-"""In the flags of a text, a digit and the most whole threes of digits after it: in a run of L
-digits it matches 1 + 3 * ((L - 1) // 3) of them, once (the rest, under three, cannot start
-another), and those (L - 1) // 3 threes are what the run has in pieces beyond its one."""
+_DIGIT_RUN = re.compile(re.escape(_FOUR_DIGITS) + b"(?:" + re.escape(_FOUR_DIGITS[:3]) + b")*")
+"""In the flags of a text, four digits and the most whole threes of digits after them: a run of
+L >= 4 digits matches once, from its start, 1 + 3 * ((L - 1) // 3) of its digits (the rest, under
+three, cannot start another match), and those (L - 1) // 3 threes are what the run has in pieces
+beyond its one. (Four digits first: a literal prefix the regex looks for quickly; a digit alone
+would be tried at every digit of the text.)"""
 
 _masks: tuple[int, int, int, int] = (0, 0, 0, 0)
 """(n, and the integers of n bytes each `_LETTER | _DIGIT | _OTHER_CHAR`, `_WHITE`, `_BREAK`):
