@@ -16,7 +16,7 @@ from inspector.tokens.calibration import features
 def test_pieces_count_as_the_regex_across_mask_growth_and_past_the_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(features, "_masks", (0, 0, 0, 0, 0))
+    monkeypatch.setattr(features, "_masks", (0, 0, 0, 0))
     monkeypatch.setattr(features, "_MASKS_KEPT", 8192)
     unit = "ab 12345\n\n  x\t-é 1234567 \x0b"
     for copies in (1, 200, 400, 1000):  # 4,096 bytes kept, then 8,192, then one made for itself

@@ -125,15 +125,23 @@ def test_pieces_counts_what_the_regex_matches_on_the_corpus_results() -> None:
     assert [pieces(t) for t in texts] == [_pieces_by_regex(t) for t in texts]
 
 
-def test_every_wide_space_is_seen_by_its_leading_bytes() -> None:
-    """`pieces` leaves text to the regex where a whitespace beyond ASCII may be: every one."""
+def test_every_wide_space_is_seen_by_its_bytes() -> None:
+    """`pieces` leaves text to the regex where a whitespace beyond ASCII is: every one, and only
+    those (each character alone, and each beside the others, which share their leads)."""
     import re
 
-    from inspector.tokens.calibration.features import _ASCII_SPACES, _WIDE_SPACE, _WIDE_SPACE_LEADS
+    from inspector.tokens.calibration.features import _ASCII_SPACES, _WIDE_SPACE, _wide_space_in
 
     spaces = [chr(i) for i in range(0x110000) if re.match(r"\s", chr(i))]
     wide = [c for c in spaces if ord(c) > 127]
     assert {ord(c) for c in spaces if ord(c) <= 127} == set(_ASCII_SPACES)
     assert len(wide) == 19
     assert all(_WIDE_SPACE.match(c) for c in wide)
-    assert all(c.encode().startswith(_WIDE_SPACE_LEADS) for c in wide)
+    others = [chr(i) for i in range(128, 0x110000) if not re.match(r"\s", chr(i))]
+    for c in others:
+        assert not _wide_space_in(c.encode("utf-8", "surrogatepass")), hex(ord(c))
+    near = "".join(chr(i) for i in (0x84, 0x86, 0x9F, 0x1681, 0x1FFF, 0x200B, 0x2014, 0x205E, 0x3001))
+    assert not _wide_space_in(near.encode())
+    for c in wide:
+        assert _wide_space_in(c.encode()), hex(ord(c))
+        assert _wide_space_in((near + c + near).encode()), hex(ord(c))

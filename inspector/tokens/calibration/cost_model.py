@@ -4,7 +4,8 @@ regression that learns them from report differences and response outputs (`CostM
 from __future__ import annotations
 
 import math
-from operator import itemgetter, mul
+from itertools import repeat
+from operator import itemgetter, mul, sub
 
 from .features import Features
 from .priors import (
@@ -130,22 +131,29 @@ class CostModel(Coefficients):
         messages it held, as estimated). `unseen`: `y` may hold content the transcript does not
         (see `UNSEEN_SHARE`)."""
         index = self.index
-        nz = [(index[n] if n in index else self._ensure(n), v) for n, v in x.items() if v]
-        if not nz:
+        idx: list[int] = []
+        vals: list[float] = []
+        for n, v in x.items():
+            if v:
+                i = index.get(n)
+                idx.append(self._ensure(n) if i is None else i)
+                vals.append(v)
+        if not idx:
             return
         theta, P = self.theta, self.P
-        err = y - sum(theta[i] * v for i, v in nz)
-        # The same arithmetic as `[sum(row[i] * v for i, v in nz) for row in P]`, term for term and
-        # in the same order, at C speed (itemgetter picks the columns, map multiplies).
-        idx = [i for i, _ in nz]
-        vals = [v for _, v in nz]
+        # The sums below are `sum(theta[i] * v for i, v in nz)`, `[sum(row[i] * v for i, v in nz)
+        # for row in P]` and `sum(v * px[i] for i, v in nz)`: the same products summed by `sum` in
+        # the same order, at C speed (itemgetter picks the columns, map multiplies).
         if len(idx) == 1:
             j, v0 = idx[0], vals[0]
+            err = y - sum((theta[j] * v0,))
             px = [sum((row[j] * v0,)) for row in P]
+            xpx = sum((v0 * px[j],))
         else:
             pick = itemgetter(*idx)
+            err = y - sum(map(mul, pick(theta), vals))
             px = [sum(map(mul, pick(row), vals)) for row in P]
-        xpx = sum(v * px[i] for i, v in nz)
+            xpx = sum(map(mul, vals, pick(px)))
         # robust weight: an error far beyond what the model's own uncertainty and the noise allow
         # (a harness reminder, a hook's output) teaches the ratios little (Cauchy weights)
         noise = NOISE_SD + self.noise_share * abs(y)
@@ -169,18 +177,19 @@ class CostModel(Coefficients):
         # Where pj is zero that leaves pij as it is (P never holds -0.0: it starts with none, and
         # a difference is -0.0 only from one), unless ki is not finite: then every column.
         live = [j for j, pj in enumerate(px) if pj]
-        cols = live if all(map(math.isfinite, px)) else range(len(px))
-        pcols = [px[j] for j in cols]
-        dense = len(cols) == len(px)  # (then the row is written anew: the same terms, faster)
+        dense = len(live) == len(px) or not all(map(math.isfinite, px))
+        if not dense:
+            pcols = [px[j] for j in live]
         for i in live:
             ki = px[i] / denom
             if ki:
                 theta[i] += ki * err
                 if dense:
-                    P[i] = [pij - ki * pj for pij, pj in zip(P[i], pcols, strict=True)]
+                    # (the row written anew: the same differences, at C speed)
+                    P[i] = list(map(sub, P[i], map(mul, repeat(ki), px)))
                 else:
                     row = P[i]
-                    for j, pj in zip(cols, pcols, strict=True):
+                    for j, pj in zip(live, pcols, strict=True):
                         row[j] -= ki * pj
                 b = bounds[i]
                 # `_clamp`, without the call (nothing to clamp within `_FREE`)

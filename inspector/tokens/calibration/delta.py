@@ -149,7 +149,8 @@ class _DeltaRun:
         """Tokens of reasoning that could have come off at those boundaries."""
         self.outputs = _outputs(cal.transcript)
         self.learned: dict[str, int] = {}
-        """Feature name -> how many learned observations held it (see `_learns`)."""
+        """Feature name -> how many learned observations held it, until `FEATURE_MATURE` (see
+        `_learns`)."""
         self.mature: set[str] = set()
         """The features learned from at least `FEATURE_MATURE` observations."""
         self.k = 0
@@ -240,12 +241,15 @@ class _DeltaRun:
         return k <= mature or k % STRIDE == 0 or not self.mature.issuperset(x)
 
     def _count(self, x: Features) -> None:
+        """Count the observation toward the maturity of each feature it holds (a mature one's
+        count no longer matters: not kept counting, most of a long session's features)."""
         learned = self.learned
+        mature = self.mature
         for name, v in x.items():
-            if v:
+            if v and name not in mature:
                 c = learned[name] = learned.get(name, 0) + 1
                 if c >= FEATURE_MATURE:
-                    self.mature.add(name)
+                    mature.add(name)
 
     # -- the pass ----------------------------------------------------------------------------
 

@@ -157,8 +157,22 @@ _ASCII_SPACES = frozenset(b" \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f")
 """The ASCII characters `\\s` matches (str patterns: those `str.isspace` says)."""
 _WIDE_SPACE = re.compile("[\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
 """The other characters `\\s` matches; their UTF-8 starts with one of `_WIDE_SPACE_LEADS`."""
-_WIDE_SPACE_LEADS = (b"\xc2", b"\xe1", b"\xe3", b"\xe2\x80", b"\xe2\x81")
-"""(E2 alone is in every Read: its line arrow is E2 86 92.)"""
+_WIDE_SPACE_E2 = re.compile(b"\xe2(?:\x80[\x80-\x8a\xa8\xa9\xaf]|\x81\x9f)")
+"""The UTF-8 of the characters of `_WIDE_SPACE` that start with E2 (E2 alone is in every Read:
+its line arrow is E2 86 92; E2 80 starts the dashes and quotes of prose)."""
+
+
+def _wide_space_in(b: bytes) -> bool:
+    """Whether UTF-8 `b` holds a character `_WIDE_SPACE` matches, by looking for the bytes of
+    each (a lead byte is never another character's continuation byte, so they are found only
+    where they are that character): about a quarter of the time of searching the text with
+    `_WIDE_SPACE`, which a text holding any of their leads needed (a Read's dashes, say)."""
+    return (
+        (b"\xc2" in b and (b"\xc2\x85" in b or b"\xc2\xa0" in b))
+        or _WIDE_SPACE_E2.search(b) is not None
+        or (b"\xe1" in b and b"\xe1\x9a\x80" in b)
+        or (b"\xe3" in b and b"\xe3\x80\x80" in b)
+    )
 
 
 def _is_letter(i: int) -> bool:
@@ -180,23 +194,29 @@ _CLASS = bytes(
 character: `[^\\sA-Za-z0-9]` holds it, as a whole), whitespace; and whitespace but the plain
 space (the only one `_PIECE`'s ` ?` lends to the piece after it) also has the `_BREAK` bit."""
 _FOUR_DIGITS = bytes((_DIGIT,)) * 4
+_DIGIT_RUN = re.compile(re.escape(_FOUR_DIGITS) + b"(?:" + re.escape(_FOUR_DIGITS[:3]) + b")*")
+"""In the flags of a text, four digits and the most whole threes of digits after them: a run of
+L >= 4 digits matches once, from its start, 1 + 3 * ((L - 1) // 3) of its digits (the rest, under
+three, cannot start another match), and those (L - 1) // 3 threes are what the run has in pieces
+beyond its one. (Four digits first: a literal prefix the regex looks for quickly; a digit alone
+would be tried at every digit of the text.)"""
 
-_masks: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
-"""(n, and the integers of n bytes each `_LETTER | _DIGIT | _OTHER_CHAR`, `_WHITE`, `_BREAK`,
-`_DIGIT`): ANDed with a shorter text's flags they keep one class (the AND of two positive
+_masks: tuple[int, int, int, int] = (0, 0, 0, 0)
+"""(n, and the integers of n bytes each `_LETTER | _DIGIT | _OTHER_CHAR`, `_WHITE`, `_BREAK`):
+ANDed with a shorter text's flags they keep one class (the AND of two positive
 integers costs the shorter one's length); grown when a longer text comes, up to `_MASKS_KEPT`."""
 _MASKS_KEPT = 1 << 20
-"""The longest masks kept (five of a megabyte each); a longer text makes its own."""
+"""The longest masks kept (three of a megabyte each); a longer text makes its own."""
 
 
-def _masks_for(n: int) -> tuple[int, int, int, int, int]:
+def _masks_for(n: int) -> tuple[int, int, int, int]:
     global _masks
     masks = _masks
     if masks[0] < n:
         size = max(n, min(2 * masks[0], _MASKS_KEPT), 4096)
         one = int.from_bytes(b"\x01" * size, "big")
         chars = one * (_LETTER | _DIGIT | _OTHER_CHAR)
-        masks = (size, chars, one * _WHITE, one * _BREAK, one * _DIGIT)
+        masks = (size, chars, one * _WHITE, one * _BREAK)
         if size <= _MASKS_KEPT:
             _masks = masks
     return masks
@@ -219,24 +239,22 @@ def pieces(text: str) -> int:
         b = text.encode("ascii")
     else:
         b = text.encode("utf-8", "surrogatepass")
-        if any(lead in b for lead in _WIDE_SPACE_LEADS) and _WIDE_SPACE.search(text):
+        if _wide_space_in(b):
             return _pieces_by_regex(text)
     size = len(b)
     if not size:
         return 0
-    _, chars, white, breaks, digit = _masks if _masks[0] >= size else _masks_for(size)
+    _, chars, white, breaks = _masks if _masks[0] >= size else _masks_for(size)
     flags = b.translate(_CLASS)
     x = int.from_bytes(flags, "big")
-    # Three counts, each the bits of a set less those of a subset of it (`a ^ (a & s)`), in
-    # lanes of their own (so one `bit_count` counts all three): runs of letters, of digits and
-    # of other characters (a run: a flag whose next is not the same class) ...
-    c = x & chars
-    counted = c ^ (c & (c >> 8))
-    # ... whitespace: two or more before a non-space (all but the last character are one piece):
-    # the pairs of whitespace less those followed by a third ...
+    # Two counts, each the bits of a set less those of a subset of it (`a ^ (a & s)`), in lanes
+    # of their own (so one `bit_count` counts all): runs of letters, of digits, of
+    # other characters, and of pairs of whitespace (a whitespace and the next: a run of them per
+    # run of two or more whitespace, before a non-space all but the last are one piece), each
+    # counted where it starts (a flag whose previous is not the same class) ...
     w = x & white
-    pairs = w & (w << 8)
-    counted ^= pairs ^ (pairs & (pairs << 8))
+    c = (x & chars) | (w & (w << 8))
+    counted = c ^ (c & (c >> 8))
     # ... and a last character before a non-space that is not a plain space (`w << 9` sets a
     # byte's `_BREAK` bit where the next byte is whitespace)
     counted ^= (x & breaks) ^ (x & (w << 9))
@@ -245,16 +263,8 @@ def pieces(text: str) -> int:
     if last in _ASCII_SPACES:  # the run at the end: one piece (not counted as before a non-space)
         n += 1 - (size > 1 and b[-2] in _ASCII_SPACES) - (last != 32)
     if _FOUR_DIGITS in flags:  # a run of 3k+1 digits or more has k pieces more than its one
-        d = x & digit
-        two = d & (d << 8)
-        four = two & (two << 16)  # where four digits start
-        starts = ~(d >> 8)
-        longer = four
-        shift = 24
-        while longer:
-            n += (longer & starts).bit_count()
-            longer &= four << shift
-            shift += 24
+        runs = _DIGIT_RUN.findall(flags)
+        n += (sum(map(len, runs)) - len(runs)) // 3
     return n
 
 
