@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
+from msgspec.structs import asdict
 
 from inspector import __version__
 from inspector.model import (
@@ -111,8 +112,7 @@ def _mirror(name: str, of: type[msgspec.Struct], types: dict[str, Any]) -> type[
 
 _WireMessage = _mirror("_WireMessage", Message, {"blocks": tuple[_WireBlock, ...]})
 _WireTranscript = _mirror("_WireTranscript", Transcript, {"messages": list[_WireMessage]})  # type: ignore[valid-type]
-_MESSAGE_FIELDS = Message.__struct_fields__
-_TRANSCRIPT_FIELDS = Transcript.__struct_fields__
+_MEDIA = frozenset({_Image, _Document})
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(_WireTranscript)
 
@@ -130,21 +130,28 @@ def _block(b: Any) -> Any:
 
 
 def decode(data: bytes) -> Transcript:
-    """The transcript `encode` wrote (msgspec.DecodeError where `data` is not one)."""
+    """The transcript `encode` wrote (msgspec.DecodeError where `data` is not one).
+
+    Each wire message becomes a `Message` in as few Python steps as can be (its fields as a dict
+    made in C, its media blocks looked for in C, its source made once per distinct source): on
+    the 104 MB benchmark session (10,769 messages) they were half of the decode's CPU."""
     with paused_gc():
         wire: Any = _DECODER.decode(data)
         sources: dict[Source, Source] = {}
         messages: list[Message] = []
+        append = messages.append
         for w in wire.messages:
+            values = asdict(w)
             blocks = w.blocks
-            if any(type(b) is _Image or type(b) is _Document for b in blocks):
-                blocks = tuple(_block(b) for b in blocks)
-            source = sources.setdefault(w.source, Source.of(w.source.kind, w.source.name, w.source.priority))
-            values = {name: getattr(w, name) for name in _MESSAGE_FIELDS}
-            values["blocks"] = blocks
+            if not _MEDIA.isdisjoint(map(type, blocks)):
+                values["blocks"] = tuple(_block(b) for b in blocks)
+            wsource = w.source
+            source = sources.get(wsource)
+            if source is None:
+                source = sources[wsource] = Source.of(wsource.kind, wsource.name, wsource.priority)
             values["source"] = source
-            messages.append(Message(**values))
-        values = {name: getattr(wire, name) for name in _TRANSCRIPT_FIELDS}
+            append(Message(**values))
+        values = asdict(wire)
         values["messages"] = messages
         return Transcript(**values)
 
