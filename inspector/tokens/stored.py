@@ -120,8 +120,10 @@ def _estimator_key(estimator: Estimator) -> str | None:
 class _Held:
     """One transcript's entry in this process: what it held, and the calibrations made since."""
 
-    def __init__(self, key: str, entry: _Entry | None) -> None:
+    def __init__(self, key: str, folder: Path, entry: _Entry | None) -> None:
         self.key = key
+        self.folder = folder
+        """Where the entry was read from, and is written to."""
         self.calibrations: dict[str, _Calibrated] = dict(entry.calibrations) if entry else {}
         self.harness: dict[str, _Harness] = dict(entry.harness) if entry else {}
         self.live: dict[str, Calibration] = {}
@@ -147,7 +149,8 @@ def _held(transcript: Transcript) -> _Held | None:
         if k is not None:
             where, rest = k.split("-", 1)
             key = f"{where}-{cache.digest(rest + chr(10) + cache.source_key(CODE))}"
-            held = _Held(key, cache.read_entry(key, cache_dir(), MAGIC, _DECODER.decode))
+            folder = cache_dir()
+            held = _Held(key, folder, cache.read_entry(key, folder, MAGIC, _DECODER.decode))
         _HELD[id(transcript)] = (weakref.ref(transcript), held)
         return held
 
@@ -183,7 +186,9 @@ def _restored(transcript: Transcript, estimator: Estimator, state: _Calibrated) 
     names, log = state.names, state.log
     cal._log = [(names[log[i]], log[i + 1], log[i + 2]) for i in range(0, len(log), 3)]
     models = [Coefficients(coef, ratio) for coef, ratio in state.models]
-    for step, predicted, context, model in zip(steps, state.predicted, state.context, state.model, strict=True):
+    for step, predicted, context, model in zip(
+        steps, state.predicted, state.context, state.model, strict=True
+    ):
         step.predicted = predicted
         step.context = context
         step.model = models[model] if model >= 0 else None
@@ -251,10 +256,12 @@ def harness_pass(
 
 def write_pending() -> None:
     """Write the entries of the transcripts whose passes this process took further than their
-    entries held (after a command printed, or the app closed). Never raises for a cache that
-    cannot be written: it is only ever a shortcut."""
+    entries held (after a command printed, or the app closed), and forget them: the command is
+    over (a later one, in a process that runs several, reads its entries afresh). Never raises
+    for a cache that cannot be written: it is only ever a shortcut."""
     with _LOCK:
         helds = [h for ref, h in _HELD.values() if h is not None and ref() is not None]
+        _HELD.clear()
     for held in helds:
         with _LOCK:
             for name, cal in held.live.items():
@@ -273,4 +280,4 @@ def write_pending() -> None:
             data = MAGIC + _ENCODER.encode(entry)
         except (UnicodeEncodeError, msgspec.EncodeError, OverflowError, TypeError):
             continue
-        cache.write_entry(held.key, data, cache_dir(), cache.DERIVED_LIMIT)
+        cache.write_entry(held.key, data, held.folder, cache.DERIVED_LIMIT)
