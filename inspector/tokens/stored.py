@@ -48,6 +48,7 @@ from inspector.settings import cache_folder
 from .base import Estimator
 from .calibration import Calibration
 from .calibration.cost_model import Coefficients
+from .calibration.weights import _Versions
 from .harness import HarnessEstimate
 from .heuristic import HeuristicEstimator
 
@@ -68,10 +69,8 @@ class _Calibrated(msgspec.Struct, array_like=True, frozen=True):
 
     done: int
     strip_thinking: bool
-    names: list[str]
-    """The ids the log names (once each)."""
-    log: list[int]
-    """(index in `names`, request, weight) of every weight the pass set, flattened, in order."""
+    log: list[tuple[str, int, int]]
+    """(message id, request, weight) of every weight the pass set, in order (`Calibration._log`)."""
     predicted: list[int | None]
     context: list[int]
     model: list[int]
@@ -181,10 +180,9 @@ def _restored(transcript: Transcript, estimator: Estimator, state: _Calibrated) 
     """The calibration `state` holds (None where it does not fit the transcript)."""
     cal = Calibration(transcript, estimator, "delta")
     steps = cal._steps
-    if len(state.context) != len(steps) or not 0 <= state.done <= len(steps) or len(state.log) % 3:
+    if len(state.context) != len(steps) or not 0 <= state.done <= len(steps):
         return None
-    names, log = state.names, state.log
-    cal._log = [(names[log[i]], log[i + 1], log[i + 2]) for i in range(0, len(log), 3)]
+    cal._log = state.log  # filed when first read, as the pass's own log is
     models = [Coefficients(coef, ratio) for coef, ratio in state.models]
     for step, predicted, context, model in zip(
         steps, state.predicted, state.context, state.model, strict=True
@@ -197,18 +195,22 @@ def _restored(transcript: Transcript, estimator: Estimator, state: _Calibrated) 
     return cal
 
 
+def _set_at(ver: _Versions, k: int) -> int:
+    """The weight `ver` was set to at request k (one of its `at`)."""
+    v = ver.get(k)
+    assert v is not None
+    return v
+
+
 def _state_of(cal: Calibration) -> _Calibrated:
     """What `_restored` makes `cal` again from (its pass as far as it ran)."""
     with cal._lock:
-        cal._flush()
-        names: dict[str, int] = {}
-        log: list[int] = []
-        versions = cal._versions
-        for k in sorted(cal._changes):
-            for mid in cal._changes[k]:
-                v = versions[mid].get(k)
-                assert v is not None
-                log += (names.setdefault(mid, len(names)), k, v)
+        # the weights filed so far (from `_changes`, in the order they were set: `_file` of this
+        # gives the same versions and changes), then the log not filed yet, as it is (a report
+        # that only read cost models never filed it: filing it here cost more than the rest)
+        versions, changes = cal._versions, cal._changes
+        log = [(mid, k, _set_at(versions[mid], k)) for k in sorted(changes) for mid in changes[k]]
+        log += cal._log
         models: dict[int, int] = {}
         table: list[tuple[dict[str, float], float]] = []
         per_step: list[int] = []
@@ -225,7 +227,6 @@ def _state_of(cal: Calibration) -> _Calibrated:
         return _Calibrated(
             done=cal._done,
             strip_thinking=cal._strip_thinking,
-            names=list(names),
             log=log,
             predicted=[s.predicted for s in cal._steps],
             context=[s.context for s in cal._steps],

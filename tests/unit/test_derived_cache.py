@@ -150,7 +150,7 @@ def test_a_changed_setting_or_code_reads_no_stale_entry(
     held = stored._held(first)
     assert held is not None
     held.calibrations["delta:heuristic"] = stored._Calibrated(
-        done=1, strip_thinking=True, names=[], log=[], predicted=[7] * n, context=[0] * n,
+        done=1, strip_thinking=True, log=[], predicted=[7] * n, context=[0] * n,
         model=[-1] * n, models=[],
     )  # fmt: skip
     held.changed = True
