@@ -11,7 +11,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -846,6 +846,18 @@ def _read_settings() -> None:
     use(load_settings())
 
 
+def _keep_derived() -> None:
+    """Once a command has printed (or the app closed): what its passes computed from a transcript
+    read through the cache, written for the next open (`inspector.tokens.stored`), the output
+    flushed first so that nobody waits on it."""
+    stored = sys.modules.get("inspector.tokens.stored")
+    if stored is None:
+        return  # nothing was asked of it
+    with suppress(OSError, ValueError):
+        sys.stdout.flush()
+    stored.write_pending()
+
+
 def _run(args_list: list[str]) -> int:
     out_of_memory = "context-inspector: ran out of memory\n"
     global _cache_on
@@ -856,12 +868,18 @@ def _run(args_list: list[str]) -> int:
             _cache_on = not getattr(args, "no_cache", False)
             if args.command in USES_SETTINGS:
                 _read_settings()
-            return COMMANDS[args.command](args)
+            try:
+                return COMMANDS[args.command](args)
+            finally:
+                _keep_derived()
         args = _app_parser().parse_args(args_list)
         out_of_memory = _out_of_memory_line(None, args)
         _cache_on = not args.no_cache
         _read_settings()
-        return _cmd_open(args)
+        try:
+            return _cmd_open(args)
+        finally:
+            _keep_derived()
     except (UserError, PolicyError, ReplayError, SettingsError) as exc:
         sys.stderr.write(f"context-inspector: {visible(str(exc), newlines=False)}\n")
         return EXIT_USAGE

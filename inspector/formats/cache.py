@@ -11,8 +11,11 @@ transcript. An entry is named by a hash of everything the transcript was made fr
   their names, sizes and times);
 - this package's version and the source files of its readers and its model (a reader that reads
   differently after an update or an edit makes other keys).
-The folder is bounded (`LIMIT_BYTES`): after a write, the entries used longest ago are removed
-until it fits. `--no-cache` (every command that takes a PATH) neither reads nor writes it.
+The folder is bounded (`TRANSCRIPT_LIMIT`, its share of `LIMIT_BYTES`): after a write, the
+entries used longest ago are removed until it fits. What the token passes computed from a
+transcript is kept beside it, in a folder of its own (`inspector.tokens.stored`, `DERIVED_LIMIT`),
+through the same entry functions (`read_entry`, `write_entry`) and named after the transcript's
+key (`key_of`). `--no-cache` (every command that takes a PATH) neither reads nor writes it.
 
 A growing file (a session an agent is still writing) is not served from an entry of its shorter
 self: what a transcript lacks to be extended is the reader's tree of every line read (progress
@@ -29,11 +32,14 @@ import hashlib
 import os
 import stat
 import tempfile
+import threading
+import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
+from msgspec.structs import asdict
 
 from inspector import __version__
 from inspector.model import (
@@ -50,10 +56,16 @@ from inspector.model.bulk import paused_gc
 from inspector.settings import cache_folder
 
 LIMIT_BYTES = 512 * 1024 * 1024
-"""The most the cache folder holds; the entries used longest ago go first."""
+"""The most the cache folders hold together; the entries used longest ago go first."""
+DERIVED_LIMIT = LIMIT_BYTES // 16
+"""The share of `LIMIT_BYTES` of what the token passes computed (`inspector.tokens.stored`: about
+1 MB per 10,000 messages, where a transcript's entry is 20 MB)."""
+TRANSCRIPT_LIMIT = LIMIT_BYTES - DERIVED_LIMIT
+"""The transcripts' share of `LIMIT_BYTES`."""
 MAGIC = b"ctxi-transcript-2\n"
 """Names the entries' format: bumped when `Transcript` gains a field (2: `harness_version`)."""
 SUFFIX = ".msgpack"
+_T = TypeVar("_T")
 PACKAGE = Path(__file__).resolve().parent.parent
 
 
@@ -100,8 +112,7 @@ def _mirror(name: str, of: type[msgspec.Struct], types: dict[str, Any]) -> type[
 
 _WireMessage = _mirror("_WireMessage", Message, {"blocks": tuple[_WireBlock, ...]})
 _WireTranscript = _mirror("_WireTranscript", Transcript, {"messages": list[_WireMessage]})  # type: ignore[valid-type]
-_MESSAGE_FIELDS = Message.__struct_fields__
-_TRANSCRIPT_FIELDS = Transcript.__struct_fields__
+_MEDIA = frozenset({_Image, _Document})
 _ENCODER = msgspec.msgpack.Encoder()
 _DECODER = msgspec.msgpack.Decoder(_WireTranscript)
 
@@ -119,21 +130,28 @@ def _block(b: Any) -> Any:
 
 
 def decode(data: bytes) -> Transcript:
-    """The transcript `encode` wrote (msgspec.DecodeError where `data` is not one)."""
+    """The transcript `encode` wrote (msgspec.DecodeError where `data` is not one).
+
+    Each wire message becomes a `Message` in as few Python steps as can be (its fields as a dict
+    made in C, its media blocks looked for in C, its source made once per distinct source): on
+    the 104 MB benchmark session (10,769 messages) they were half of the decode's CPU."""
     with paused_gc():
         wire: Any = _DECODER.decode(data)
         sources: dict[Source, Source] = {}
         messages: list[Message] = []
+        append = messages.append
         for w in wire.messages:
+            values = asdict(w)
             blocks = w.blocks
-            if any(type(b) is _Image or type(b) is _Document for b in blocks):
-                blocks = tuple(_block(b) for b in blocks)
-            source = sources.setdefault(w.source, Source.of(w.source.kind, w.source.name, w.source.priority))
-            values = {name: getattr(w, name) for name in _MESSAGE_FIELDS}
-            values["blocks"] = blocks
+            if not _MEDIA.isdisjoint(map(type, blocks)):
+                values["blocks"] = tuple(_block(b) for b in blocks)
+            wsource = w.source
+            source = sources.get(wsource)
+            if source is None:
+                source = sources[wsource] = Source.of(wsource.kind, wsource.name, wsource.priority)
             values["source"] = source
-            messages.append(Message(**values))
-        values = {name: getattr(wire, name) for name in _TRANSCRIPT_FIELDS}
+            append(Message(**values))
+        values = asdict(wire)
         values["messages"] = messages
         return Transcript(**values)
 
@@ -143,15 +161,23 @@ def _stat_key(st: os.stat_result) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}:{st.st_dev}"
 
 
-def _code_key() -> str:
-    """The package's version and the name, size and time of every source file of its readers and
-    model: an edited reader makes other keys."""
+def source_key(names: Iterable[str]) -> str:
+    """The package's version and the name, size and time of every source file of the package's
+    folders and modules `names` (relative to the package: "formats", "harnesses.py"): an edit of
+    one of them makes other keys."""
     parts = [__version__]
-    for folder in ("formats", "model"):
-        for p in sorted((PACKAGE / folder).rglob("*.py")):  # (a reader may be a package of modules)
+    for name in names:
+        where = PACKAGE / name
+        files = sorted(where.rglob("*.py")) if where.is_dir() else [where]  # (a reader may be a package)
+        for p in files:
             with contextlib.suppress(OSError):
                 parts.append(f"{p.relative_to(PACKAGE).as_posix()}:{_stat_key(p.stat())}")
     return "|".join(parts)
+
+
+def _code_key() -> str:
+    """`source_key` of the readers and the model: an edited reader makes other keys."""
+    return source_key(("formats", "model"))
 
 
 def _beside(path: Path) -> Iterable[Path]:
@@ -175,52 +201,86 @@ def key(path: Path, session: str | None = None) -> str | None:
         return None
     if not stat.S_ISREG(st.st_mode):
         return None
-    where = _digest(str(real))[:16]
+    where = digest(str(real))[:16]
     parts = [_code_key(), str(real), _stat_key(st), session or ""]
     for p in _beside(real):
         if p == real:
             continue
         with contextlib.suppress(OSError):
             parts.append(f"{p.name}:{_stat_key(p.stat())}")
-    return f"{where}-{_digest(chr(10).join(parts))}"
+    return f"{where}-{digest(chr(10).join(parts))}"
 
 
-def _digest(text: str) -> str:
+def digest(text: str) -> str:
+    """The hex SHA-256 of `text` (what keys are made of)."""
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+_KEYS: dict[int, tuple[weakref.ref[Transcript], str]] = {}
+"""id(transcript) -> (a weak reference to it, the key it was read or written under)."""
+_KEYS_LOCK = threading.Lock()
+
+
+def _remember(transcript: Transcript, k: str) -> None:
+    with _KEYS_LOCK:
+        for i in [i for i, (ref, _) in _KEYS.items() if ref() is None]:
+            del _KEYS[i]
+        _KEYS[id(transcript)] = (weakref.ref(transcript), k)
+
+
+def key_of(transcript: Transcript) -> str | None:
+    """The key `cached_load` read or wrote `transcript` under (None: not through the cache, a
+    `--no-cache` open or a file changed while it was read): what was computed from it may be
+    kept under a key made of it (`inspector.tokens.stored`)."""
+    with _KEYS_LOCK:
+        hit = _KEYS.get(id(transcript))
+    return hit[1] if hit is not None and hit[0]() is transcript else None
+
+
 # -- the folder ------------------------------------------------------------------------------
-def read(k: str, folder: Path | None = None) -> Transcript | None:
-    """The cached transcript of key `k`, or None (absent, or not a transcript: then removed)."""
-    entry = (folder or cache_dir()) / (k + SUFFIX)
+def read_entry(k: str, folder: Path, magic: bytes, parse: Callable[[memoryview], _T]) -> _T | None:
+    """`parse` of the bytes after `magic` of the entry of key `k` in `folder`, or None (absent, or
+    not such an entry: then removed). A hit is marked used now (the last to be evicted)."""
+    entry = folder / (k + SUFFIX)
     try:
         data = entry.read_bytes()
     except OSError:
         return None
-    if not data.startswith(MAGIC):
+    if not data.startswith(magic):
         _remove(entry)
         return None
     try:
-        transcript = decode(memoryview(data)[len(MAGIC) :])  # type: ignore[arg-type]
+        got = parse(memoryview(data)[len(magic) :])
     except (msgspec.DecodeError, msgspec.ValidationError, TypeError, ValueError):
         _remove(entry)
         return None
     with contextlib.suppress(OSError):
         os.utime(entry)  # used now: the last to be evicted
-    return transcript
+    return got
+
+
+def read(k: str, folder: Path | None = None) -> Transcript | None:
+    """The cached transcript of key `k`, or None (absent, or not a transcript: then removed)."""
+    return read_entry(k, folder or cache_dir(), MAGIC, decode)  # type: ignore[arg-type]
 
 
 def write(
-    k: str, transcript: Transcript, folder: Path | None = None, limit: int = LIMIT_BYTES
+    k: str, transcript: Transcript, folder: Path | None = None, limit: int = TRANSCRIPT_LIMIT
 ) -> Path | None:
     """Store `transcript` under key `k` (atomically: a reader never sees half an entry), then
     bring the folder back under `limit`. None where it cannot be written (a read-only home, a
     full disk): the cache is only ever a shortcut."""
-    folder = folder or cache_dir()
     try:
         data = MAGIC + encode(transcript)
     except (UnicodeEncodeError, msgspec.EncodeError, OverflowError, TypeError):
         return None  # a path that is not UTF-8 (kept as surrogates): read again each time
+    return write_entry(k, data, folder or cache_dir(), limit)
+
+
+def write_entry(k: str, data: bytes, folder: Path, limit: int) -> Path | None:
+    """`data` as the entry of key `k` in `folder` (see `write`): the entries of the same file in
+    another state (the same first part of the key) are removed, then the folder brought back
+    under `limit`."""
     if len(data) > limit:
         return None
     try:
@@ -244,7 +304,7 @@ def write(
     return entry
 
 
-def evict(folder: Path, limit: int = LIMIT_BYTES, keep: Path | None = None) -> None:
+def evict(folder: Path, limit: int = TRANSCRIPT_LIMIT, keep: Path | None = None) -> None:
     """Remove the entries used longest ago until the folder holds at most `limit` bytes."""
     entries: list[tuple[int, int, Path]] = []
     try:
@@ -294,9 +354,11 @@ def cached_load(
         return load()
     hit = read(k)
     if hit is not None:
+        _remember(hit, k)
         return hit
     transcript = load()
     if key(p, session) == k:  # unchanged while it was read: the entry is what the file holds
+        _remember(transcript, k)
         if later is None:
             write(k, transcript)
         else:

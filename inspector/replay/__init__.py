@@ -31,7 +31,7 @@ from inspector.replay.settings import (
 from inspector.shaping import Budget, Policy, ShapeResult, TokenMemo, explain
 from inspector.shaping.pipeline import recast
 from inspector.shaping.policy import pin_reason
-from inspector.tokens import Estimator, get_estimator
+from inspector.tokens import Estimator, get_estimator, stored
 from inspector.tokens.calibration import OVERHEAD_ID, CalibratedEstimator, Calibration, overhead_message
 from inspector.tokens.harness import (
     ESTIMATORS,
@@ -177,7 +177,7 @@ class Replay:
         chosen = settings.policy_for(transcript)
         win, source = settings.window_for(transcript)
         est = get_estimator(settings.estimator)
-        calibration = Calibration(transcript, est, mode=mode)  # type: ignore[arg-type]
+        calibration = stored.calibration(transcript, est, mode)
         return cls(transcript, chosen, win, source, est, calibration)
 
     @classmethod

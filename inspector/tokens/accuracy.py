@@ -40,7 +40,7 @@ from msgspec import Struct, field
 from inspector.model import EventKind, Message, Transcript
 
 from .base import serialize
-from .calibration import MODES, calibrate, model_switched, prefix_changed
+from .calibration import MODES, model_switched, prefix_changed
 
 BASELINES = ("baseline", "baseline_tiktoken")
 ALL_MODES = (*BASELINES, *MODES)
@@ -128,7 +128,9 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
     # every message serialized once: the proportional mode's heuristic estimates and the
     # baselines read the same texts
     serialized = [serialize(m) for m in transcript.messages]
-    cals = {mode: calibrate(transcript, estimator, mode, serialized) for mode in MODES}
+    from .stored import calibration  # (the delta one restored where the transcript's cache entry holds it)
+
+    cals = {mode: calibration(transcript, estimator, mode, serialized) for mode in MODES}
     tik = estimator if isinstance(estimator, TiktokenEstimator) else TiktokenEstimator()
     errors: dict[str, list[float]] = {m: [] for m in ALL_MODES}
     by_kind: dict[str, dict[str, list[float]]] = {}

@@ -791,7 +791,9 @@ def _computed(transcript: Transcript, policy: HasTriggerEstimator | str) -> _Res
     result = _cached(transcript, name)
     if result is not None:
         return result
-    result = _Result(*_Pass(transcript, name).run())
+    from .stored import harness_pass  # (a transcript read through the cache: its entry may hold it)
+
+    result = _Result(*harness_pass(transcript, name, _Pass(transcript, name).run))
     with _CACHE_LOCK:
         key = (id(transcript), name)
         _CACHE[key] = (weakref.ref(transcript), len(transcript.requests), len(transcript.messages), result)

@@ -110,11 +110,28 @@ class Calibration:
         with self._lock, paused_gc():
             if k <= self._done:
                 return  # another thread ran it meanwhile
+            if self._run is None and self._done:
+                self._again()
             self._prefetch_sizes(self._reached(self._done, k))
             if self._run is None:
                 self._run = _DeltaRun(self)
             self._run.run(start=self._done, stop=k)
             self._done = k
+
+    def _again(self) -> None:
+        """Run the pass again up to where it stood, to go on from there: a calibration restored
+        from the persistent cache (`inspector.tokens.stored`) holds what its pass decided, not the
+        pass's own state. The pass run again decides the same, so what another thread reads
+        meanwhile (of the requests up to `_done`) is the same before and after."""
+        again = Calibration(self.transcript, self.estimator, self.mode)
+        again._upto(self._done)
+        again._flush()
+        self._flush()
+        self._parts = again._parts
+        self._versions, self._changes, self._steps = again._versions, again._changes, again._steps
+        assert again._run is not None
+        again._run.cal = self
+        self._run = again._run
 
     def _reached(self, start: int, stop: int) -> list[Message]:
         """The messages not sized yet of the ledgers of requests `start` + 1 to `stop`: what the

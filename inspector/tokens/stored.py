@@ -1,0 +1,284 @@
+"""A persistent cache of what the token passes computed for a transcript (issue 29).
+
+A warm open (the transcript read from `inspector.formats.cache`) still ran every pass over it
+again: on the 104 MB chained benchmark session the delta calibration (`Calibration._upto`, 0.67 s
+of CPU) and the harness estimates (`tokens.harness`, 0.07 s) were most of a warm `report --json`.
+What they decided is kept here, beside the transcripts, in
+`$XDG_CACHE_HOME/context-inspector/derived/` (never next to a transcript), as msgpack (msgspec,
+never pickle), one entry per transcript:
+
+- the delta calibration of each estimator, as far as its pass ran: the log of the weights it set
+  ((message, request, weight), filed into `Calibration`'s versions when first read, as the pass's
+  own log is), each request's prediction, context and cost model (the distinct models once), and
+  whether the session strips reasoning. That is what every query reads (`weights`, `weight_of`,
+  `ledger_total`, `predicted`, `model_at`, ...); the sizes of messages are made again when asked
+  for (from the same code, the same numbers). The pass's own state is not kept (its cost model's
+  matrix, its pending messages): a restored calibration asked beyond where the entry's pass
+  stopped runs the pass again up to there and goes on (`Calibration._upto`); to spare that, an
+  entry's pass is run to the end before it is written where what is left is no more than what ran;
+- the harness estimates of each estimator (`tokens.harness`): its rows and segment ends.
+
+The entry's key is the transcript entry's (`cache.key_of`: the file, what is read beside it, the
+readers' code) with the source of this package's token code (`CODE`); inside it, each result is
+named by what else it depends on (the calibration mode and the estimator, a tiktoken estimator's
+encoding and the tiktoken version). A transcript read with `--no-cache`, or not through the cache
+(a library caller, a followed live session), has no key: nothing is read or written for it.
+
+Entries are written when the command has printed (the command line calls `write_pending` after
+the command, the app's open after the app closed), so a cold run shows its output first, and only
+where this process computed more than its entry held. The folder is bounded by its share of the
+cache's budget (`cache.DERIVED_LIMIT`), the entries used longest ago removed first.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from dataclasses import astuple
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from inspector.formats import cache
+from inspector.model import Transcript
+from inspector.settings import cache_folder
+
+from .base import Estimator
+from .calibration import Calibration
+from .calibration.cost_model import Coefficients
+from .calibration.weights import _Versions
+from .harness import HarnessEstimate
+from .heuristic import HeuristicEstimator
+
+__all__ = ["CODE", "MAGIC", "cache_dir", "calibration", "harness_pass", "write_pending"]
+
+MAGIC = b"ctxi-derived-1\n"
+"""Names the entries' format (bumped when `_Entry` changes)."""
+CODE = ("tokens", "harness_rules.py", "harnesses.py")
+"""The package's code the kept results depend on, beyond the transcript's (its readers and model
+are in the transcript entry's key)."""
+
+_Row = tuple[int, str, int, str, int | None, int | None, int | None, int | None, bool, int, int | None]
+"""`tokens.harness`'s row of a `HarnessEstimate`'s fields, as a type msgspec decodes."""
+
+
+class _Calibrated(msgspec.Struct, array_like=True, frozen=True):
+    """One delta calibration as far as its pass ran (see the module docstring)."""
+
+    done: int
+    strip_thinking: bool
+    log: list[tuple[str, int, int]]
+    """(message id, request, weight) of every weight the pass set, in order (`Calibration._log`)."""
+    predicted: list[int | None]
+    context: list[int]
+    model: list[int]
+    """Per request: its cost model's index in `models` (-1: none)."""
+    models: list[tuple[dict[str, float], float]]
+    """The distinct cost models: (coefficients, ratio)."""
+
+
+class _Harness(msgspec.Struct, array_like=True, frozen=True):
+    rows: list[_Row]
+    ends: list[_Row]
+
+
+class _Entry(msgspec.Struct, frozen=True):
+    calibrations: dict[str, _Calibrated] = {}
+    harness: dict[str, _Harness] = {}
+
+
+_ENCODER = msgspec.msgpack.Encoder()
+_DECODER = msgspec.msgpack.Decoder(_Entry)
+
+
+def cache_dir() -> Path:
+    """`cache_folder()/derived`: beside the transcripts' folder, never next to a transcript."""
+    return cache_folder() / "derived"
+
+
+def _estimator_key(estimator: Estimator) -> str | None:
+    """What names an estimator's sizes: None where they may depend on more than this package's
+    code (an estimator of a library caller's), then nothing is kept."""
+    if type(estimator) is HeuristicEstimator:
+        return estimator.name
+    from .tiktoken_estimator import TiktokenEstimator
+
+    if type(estimator) is TiktokenEstimator:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            lib = version("tiktoken")
+        except PackageNotFoundError:
+            lib = "-"
+        return f"{estimator.name}:{estimator.encoding_name}:{lib}"
+    return None
+
+
+class _Held:
+    """One transcript's entry in this process: what it held, and the calibrations made since."""
+
+    def __init__(self, key: str, folder: Path, entry: _Entry | None) -> None:
+        self.key = key
+        self.folder = folder
+        """Where the entry was read from, and is written to."""
+        self.calibrations: dict[str, _Calibrated] = dict(entry.calibrations) if entry else {}
+        self.harness: dict[str, _Harness] = dict(entry.harness) if entry else {}
+        self.live: dict[str, Calibration] = {}
+        """The calibrations handed out, by name: their state is taken when the entry is written."""
+        self.changed = False
+
+
+_HELD: dict[int, tuple[weakref.ref[Transcript], _Held | None]] = {}
+"""id(transcript) -> (a weak reference to it, its entry; None: not kept, no key)."""
+_LOCK = threading.RLock()
+
+
+def _held(transcript: Transcript) -> _Held | None:
+    """The transcript's entry (read at the first question), None where it has no key."""
+    with _LOCK:
+        hit = _HELD.get(id(transcript))
+        if hit is not None and hit[0]() is transcript:
+            return hit[1]
+        for i in [i for i, (ref, _) in _HELD.items() if ref() is None]:
+            del _HELD[i]
+        k = cache.key_of(transcript)
+        held: _Held | None = None
+        if k is not None:
+            where, rest = k.split("-", 1)
+            key = f"{where}-{cache.digest(rest + chr(10) + cache.source_key(CODE))}"
+            folder = cache_dir()
+            held = _Held(key, folder, cache.read_entry(key, folder, MAGIC, _DECODER.decode))
+        _HELD[id(transcript)] = (weakref.ref(transcript), held)
+        return held
+
+
+def calibration(
+    transcript: Transcript, estimator: Estimator, mode: str = "delta", serialized: Any = None
+) -> Calibration:
+    """`Calibration(transcript, estimator, mode, serialized)`, restored from the transcript's entry
+    where it holds one (a delta calibration of the same estimator), and kept for the next open."""
+    held = _held(transcript) if mode == "delta" else None
+    name = _estimator_key(estimator) if held is not None else None
+    if held is None or name is None:
+        return Calibration(transcript, estimator, mode, serialized)  # type: ignore[arg-type]
+    name = f"{mode}:{name}"
+    with _LOCK:
+        got = held.live.get(name)
+        if got is not None and got.estimator is estimator:
+            return got
+        state = held.calibrations.get(name)
+        cal = _restored(transcript, estimator, state) if state is not None else None
+        if cal is None:
+            cal = Calibration(transcript, estimator, "delta", serialized)
+        held.live[name] = cal
+        return cal
+
+
+def _restored(transcript: Transcript, estimator: Estimator, state: _Calibrated) -> Calibration | None:
+    """The calibration `state` holds (None where it does not fit the transcript)."""
+    cal = Calibration(transcript, estimator, "delta")
+    steps = cal._steps
+    if len(state.context) != len(steps) or not 0 <= state.done <= len(steps):
+        return None
+    cal._log = state.log  # filed when first read, as the pass's own log is
+    models = [Coefficients(coef, ratio) for coef, ratio in state.models]
+    for step, predicted, context, model in zip(
+        steps, state.predicted, state.context, state.model, strict=True
+    ):
+        step.predicted = predicted
+        step.context = context
+        step.model = models[model] if model >= 0 else None
+    cal._strip_thinking = state.strip_thinking
+    cal._done = state.done
+    return cal
+
+
+def _set_at(ver: _Versions, k: int) -> int:
+    """The weight `ver` was set to at request k (one of its `at`)."""
+    v = ver.get(k)
+    assert v is not None
+    return v
+
+
+def _state_of(cal: Calibration) -> _Calibrated:
+    """What `_restored` makes `cal` again from (its pass as far as it ran)."""
+    with cal._lock:
+        # the weights filed so far (from `_changes`, in the order they were set: `_file` of this
+        # gives the same versions and changes), then the log not filed yet, as it is (a report
+        # that only read cost models never filed it: filing it here cost more than the rest)
+        versions, changes = cal._versions, cal._changes
+        log = [(mid, k, _set_at(versions[mid], k)) for k in sorted(changes) for mid in changes[k]]
+        log += cal._log
+        models: dict[int, int] = {}
+        table: list[tuple[dict[str, float], float]] = []
+        per_step: list[int] = []
+        for step in cal._steps:
+            m = step.model
+            if m is None:
+                per_step.append(-1)
+                continue
+            i = models.get(id(m))
+            if i is None:
+                i = models[id(m)] = len(table)
+                table.append((m._coef, m._ratio))
+            per_step.append(i)
+        return _Calibrated(
+            done=cal._done,
+            strip_thinking=cal._strip_thinking,
+            log=log,
+            predicted=[s.predicted for s in cal._steps],
+            context=[s.context for s in cal._steps],
+            model=per_step,
+            models=table,
+        )
+
+
+def harness_pass(
+    transcript: Transcript, name: str, run: Callable[[], tuple[list[_Row], tuple[HarnessEstimate, ...]]]
+) -> tuple[list[_Row], tuple[HarnessEstimate, ...]]:
+    """`run()`, the harness pass of estimator `name` over `transcript` (its rows and segment ends),
+    or what the transcript's entry kept of it; kept for the next open."""
+    held = _held(transcript)
+    if held is not None:
+        with _LOCK:
+            got = held.harness.get(name)
+        if got is not None and len(got.rows) == len(transcript.requests):
+            return got.rows, tuple([HarnessEstimate(*e) for e in got.ends])
+    rows, ends = run()
+    if held is not None:
+        kept = _Harness(rows=rows, ends=[astuple(e) for e in ends])
+        with _LOCK:
+            held.harness[name] = kept
+            held.changed = True
+    return rows, ends
+
+
+def write_pending() -> None:
+    """Write the entries of the transcripts whose passes this process took further than their
+    entries held (after a command printed, or the app closed), and forget them: the command is
+    over (a later one, in a process that runs several, reads its entries afresh). Never raises
+    for a cache that cannot be written: it is only ever a shortcut."""
+    with _LOCK:
+        helds = [h for ref, h in _HELD.values() if h is not None and ref() is not None]
+        _HELD.clear()
+    for held in helds:
+        with _LOCK:
+            for name, cal in held.live.items():
+                old = held.calibrations.get(name)
+                n = len(cal._steps)
+                if cal._done < n and cal._done >= n - cal._done:
+                    cal.predictions()  # the rest of the pass costs no more than what ran: to the end
+                if cal._done and (old is None or cal._done > old.done):
+                    held.calibrations[name] = _state_of(cal)
+                    held.changed = True
+            if not held.changed:
+                continue
+            entry = _Entry(calibrations=dict(held.calibrations), harness=dict(held.harness))
+            held.changed = False
+        try:
+            data = MAGIC + _ENCODER.encode(entry)
+        except (UnicodeEncodeError, msgspec.EncodeError, OverflowError, TypeError):
+            continue
+        cache.write_entry(held.key, data, held.folder, cache.DERIVED_LIMIT)
