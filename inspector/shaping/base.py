@@ -79,6 +79,12 @@ class Sizer(Protocol):
     def message(self, message: Message) -> int: ...
 
 
+VIEW_MEMO = 64
+"""How many views (their estimates, what they were declared a prefix of) a TokenMemo remembers:
+the views of one run are asked about within it, and a memo kept across the runs of a whole
+session would otherwise hold every view of every request (each the size of its ledger)."""
+
+
 class TokenMemo:
     """An estimator wrapper that sizes each message object once.
 
@@ -86,6 +92,8 @@ class TokenMemo:
     the memo lives. A layer that changes a message makes a new object, which is sized afresh; an
     unchanged message keeps its first estimate through every layer. One memo per run is the
     default; a caller that shapes many requests of one transcript may keep one memo across runs.
+    The estimates of whole views are kept for the last `VIEW_MEMO` views only (a view forgotten
+    is summed again: the same figure).
     """
 
     def __init__(self, estimator: Sizer) -> None:
@@ -115,9 +123,19 @@ class TokenMemo:
 
         `prefix_of`: a tuple `messages` is the start of (`messages == prefix_of[:len(messages)]`),
         so that scans of consecutive views cut from the same tuple need not compare them."""
-        self._views[id(messages)] = (messages, total)
+        self._keep_view(messages, total)
         if prefix_of is not None:
-            self._prefix_of[id(messages)] = (messages, prefix_of)
+            prefixes = self._prefix_of
+            prefixes[id(messages)] = (messages, prefix_of)
+            if len(prefixes) > VIEW_MEMO:
+                del prefixes[next(iter(prefixes))]
+
+    def _keep_view(self, messages: tuple[Message, ...], total: int) -> None:
+        """Remember `messages`' estimate, forgetting the oldest view remembered beyond `VIEW_MEMO`."""
+        views = self._views
+        views[id(messages)] = (messages, total)
+        if len(views) > VIEW_MEMO:
+            del views[next(iter(views))]
 
     def prefix_of(self, messages: tuple[Message, ...]) -> tuple[Message, ...] | None:
         """The tuple `messages` was declared a prefix of (`seed_view`), if any."""
@@ -136,7 +154,7 @@ class TokenMemo:
             total += size(new) - size(src[i])
             out[i] = new
         result = tuple(out)
-        self._views[id(result)] = (result, total)
+        self._keep_view(result, total)
         return result, total
 
     def view(self, messages: Iterable[Message]) -> int:
@@ -146,7 +164,7 @@ class TokenMemo:
             if hit is not None and hit[0] is messages:
                 return hit[1]
             total = sum(map(self.message, messages))
-            self._views[id(messages)] = (messages, total)
+            self._keep_view(messages, total)
             return total
         return sum(map(self.message, messages))
 
