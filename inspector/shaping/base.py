@@ -103,6 +103,9 @@ class TokenMemo:
         self._views: dict[int, tuple[tuple[Message, ...], int]] = {}
         """id(view tuple) -> (the tuple, its estimate): a view passed on unchanged is summed once."""
         self._prefix_of: dict[int, tuple[tuple[Message, ...], tuple[Message, ...]]] = {}
+        self._shared: dict[int, tuple[tuple[Message, ...], tuple[Message, ...], int]] = {}
+        """id(view) -> (the view, a view it was made from another request's like, how many
+        messages at their front are the same objects): `seed_shared`."""
 
     def text(self, text: str) -> int:
         return self.estimator.text(text)
@@ -141,6 +144,31 @@ class TokenMemo:
         """The tuple `messages` was declared a prefix of (`seed_view`), if any."""
         hit = self._prefix_of.get(id(messages))
         return hit[1] if hit is not None and hit[0] is messages else None
+
+    def seed_shared(self, view: tuple[Message, ...], earlier: tuple[Message, ...], shared: int) -> None:
+        """Declare that the first `shared` messages of `view` are those of `earlier` (the same
+        objects). A layer that makes the view of a request from the one it made for the request
+        before says how much of it it kept as it was, so that the next layer, which compares its
+        input with the one it had before (to go on from it), need not compare that front."""
+        declared = self._shared
+        declared[id(view)] = (view, earlier, shared)
+        if len(declared) > VIEW_MEMO:
+            del declared[next(iter(declared))]
+
+    def known_front(self, a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
+        """How many messages at their front `a` and `b` are known to share without looking at
+        them: both declared the start of one tuple (`seed_view`), or one declared made from the
+        other (`seed_shared`); 0 when nothing was declared."""
+        if a is b:
+            return len(a)
+        base = self.prefix_of(a)
+        if base is not None and base is self.prefix_of(b):
+            return min(len(a), len(b))
+        for x, y in ((b, a), (a, b)):
+            hit = self._shared.get(id(x))
+            if hit is not None and hit[0] is x and hit[1] is y:
+                return hit[2]
+        return 0
 
     def replaced(
         self, src: tuple[Message, ...], changes: dict[int, Message]
@@ -191,7 +219,6 @@ class ViewScan(Generic[R]):
     def __init__(self, fn: Callable[[Message], R | None]) -> None:
         self._fn = fn
         self._view: tuple[Message, ...] = ()
-        self._base: tuple[Message, ...] | None = None
         self._hits: list[tuple[int, R]] = []
         self._per: dict[int, tuple[Message, R | None]] = {}
 
@@ -207,20 +234,16 @@ class ViewScan(Generic[R]):
         return got
 
     def __call__(self, view: tuple[Message, ...], sizer: object = None) -> list[tuple[int, R]]:
-        """The hits of `view`. With `sizer` (the layer's TokenMemo), a view its caller declared to
-        be the start of a tuple the last view was also the start of is known to extend it."""
+        """The hits of `view`. With `sizer` (the layer's TokenMemo), what was declared to it of
+        how `view` and the last view share their front is not compared again (`starts_with`)."""
         last = self._view
         n = len(last)
-        base = sizer.prefix_of(view) if isinstance(sizer, TokenMemo) else None
-        if (
-            n and len(view) >= n and ((base is not None and base is self._base) or view[:n] == last)
-        ):  # a tuple comparison checks identity first, element by element, at C speed
+        if n and starts_with(view, last, sizer):
             hits = list(self._hits)
             start = n
         else:
             hits = []
             start = 0
-        self._base = base
         of = self.of
         for i in range(start, len(view)):
             got = of(view[i])
@@ -229,6 +252,20 @@ class ViewScan(Generic[R]):
         self._view = view
         self._hits = hits
         return list(hits)
+
+
+def starts_with(view: tuple[Message, ...], last: tuple[Message, ...], sizer: object = None) -> bool:
+    """Whether `view` begins with every message of `last` (the same objects, or equal): how a
+    layer that carries its work from one request to the next knows its input extends the last.
+    The front `sizer` (a TokenMemo) was told the two share (`TokenMemo.known_front`) is not
+    compared again; the rest is, as a tuple comparison (identity first, at C speed)."""
+    n = len(last)
+    if len(view) < n:
+        return False
+    k = sizer.known_front(last, view) if isinstance(sizer, TokenMemo) else 0
+    if k >= n:
+        return True
+    return view[k:n] == last[k:] if k else view[:n] == last
 
 
 def memo(estimator: Sizer) -> TokenMemo:

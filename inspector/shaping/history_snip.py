@@ -73,7 +73,7 @@ class OldHistorySnip(CarryingLayer):
         target = budget.target
         if before <= target:
             return unchanged(f"{cause}, already at or under target {target:,}")
-        groups = group_spans(src, budget.pins)
+        groups = group_spans(src, budget.pins, sizer.known_front)
         keep = budget.groups_kept
         last = max(1, len(groups) - keep)
         droppable = groups[1:last]
@@ -226,7 +226,7 @@ class _Plan:
         """Keep what holds for `src`: the entries of groups that end before the first message it
         does not share with the view before, and within the groups the snip may remove."""
         old = self.src
-        shared = _common_prefix(old, src)
+        shared = _common_prefix(old, src, self.sizer.known_front(old, src))
         # the groups that end before `shared` are the same groups (their extent depends on their
         # own messages and the one after them)
         valid = bisect_left(groups, shared, key=lambda g: g.end)

@@ -24,6 +24,7 @@ from .base import (
     ordinal,
     plural,
     pressed,
+    starts_with,
 )
 from .budget import Budget
 from .pinning import FLOOR, Pins
@@ -132,14 +133,19 @@ class _Found:
         self.free: list[ResultSlot] = []
 
     def update(
-        self, view: tuple[Message, ...], facts: list[tuple[int, _Facts]], pins: Pins = FLOOR
+        self,
+        view: tuple[Message, ...],
+        facts: list[tuple[int, _Facts]],
+        pins: Pins = FLOOR,
+        sizer: TokenMemo | None = None,
     ) -> tuple[tuple[Message, ...], int | None]:
         """Bring the slots to `view` (`facts`: its `_facts`, by index). Returns the view before and,
         where `view` extends it, the lowest place in `free` a slot went in at (`len(free)` when none
-        did: every slot before it kept its place); None where the slots were found afresh."""
+        did: every slot before it kept its place); None where the slots were found afresh.
+        `sizer`: the layer's memo, told what `view` shares with the view before (`starts_with`)."""
         last = self.view
         n = len(last)
-        extends = bool(n) and pins == self.pins and len(view) >= n and view[:n] == last  # (identity first)
+        extends = bool(n) and pins == self.pins and starts_with(view, last, sizer)
         if not extends:
             self._clear()
             self.pins = pins
@@ -269,7 +275,12 @@ class _Clearing:
             else:
                 out[i] = src[i]
         self.view, self.sizer, self.keep, self.split = src, sizer, keep, split
+        made_before = self.result
         self.result = tuple(out)
+        if start:
+            # what it made for the view before, as it was up to the first message it cleared now
+            # (for the next layer's comparison of this view with that one)
+            sizer.seed_shared(self.result, made_before, min(start, min(touched, default=start)))
 
 
 class ToolOutputClear:
@@ -314,7 +325,7 @@ class ToolOutputClear:
         src, sizer, before, cause = ready.src, ready.sizer, ready.before, ready.cause
         keep = budget.results_kept
         found, c = self._found, self._clearing
-        last, lowest = found.update(src, self._scan(src, sizer), budget.pins)
+        last, lowest = found.update(src, self._scan(src, sizer), budget.pins, sizer)
         c.update(src, sizer, keep, found, last, lowest, self._made)
         total = len(found.free)
         if not c.changed:
