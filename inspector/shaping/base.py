@@ -103,9 +103,9 @@ class TokenMemo:
         self._views: dict[int, tuple[tuple[Message, ...], int]] = {}
         """id(view tuple) -> (the tuple, its estimate): a view passed on unchanged is summed once."""
         self._prefix_of: dict[int, tuple[tuple[Message, ...], tuple[Message, ...]]] = {}
-        self._shared: dict[int, tuple[tuple[Message, ...], tuple[Message, ...], int]] = {}
-        """id(view) -> (the view, a view it was made from another request's like, how many
-        messages at their front are the same objects): `seed_shared`."""
+        self._shared: dict[tuple[int, int], tuple[tuple[Message, ...], tuple[Message, ...], int]] = {}
+        """(id(view), id(earlier)) -> (the view, the earlier view, how many messages at their
+        front are the same objects): `seed_shared`."""
 
     def text(self, text: str) -> int:
         return self.estimator.text(text)
@@ -151,7 +151,7 @@ class TokenMemo:
         before says how much of it it kept as it was, so that the next layer, which compares its
         input with the one it had before (to go on from it), need not compare that front."""
         declared = self._shared
-        declared[id(view)] = (view, earlier, shared)
+        declared[(id(view), id(earlier))] = (view, earlier, shared)
         if len(declared) > VIEW_MEMO:
             del declared[next(iter(declared))]
 
@@ -164,8 +164,9 @@ class TokenMemo:
         base = self.prefix_of(a)
         if base is not None and base is self.prefix_of(b):
             return min(len(a), len(b))
+        declared = self._shared
         for x, y in ((b, a), (a, b)):
-            hit = self._shared.get(id(x))
+            hit = declared.get((id(x), id(y)))
             if hit is not None and hit[0] is x and hit[1] is y:
                 return hit[2]
         return 0
@@ -233,13 +234,17 @@ class ViewScan(Generic[R]):
         self._per[id(message)] = (message, got)
         return got
 
-    def __call__(self, view: tuple[Message, ...], sizer: object = None) -> list[tuple[int, R]]:
+    def __call__(self, view: tuple[Message, ...], sizer: object = None) -> Sequence[tuple[int, R]]:
         """The hits of `view`. With `sizer` (the layer's TokenMemo), what was declared to it of
-        how `view` and the last view share their front is not compared again (`starts_with`)."""
+        how `view` and the last view share their front is not compared again (`starts_with`).
+
+        The hits are the scan's own list, to be read before the next call, which extends it in
+        place where its view extends this one (a copy per request would cost a long ledger's
+        length each time)."""
         last = self._view
         n = len(last)
         if n and starts_with(view, last, sizer):
-            hits = list(self._hits)
+            hits = self._hits
             start = n
         else:
             hits = []
@@ -251,7 +256,7 @@ class ViewScan(Generic[R]):
                 hits.append((i, got))
         self._view = view
         self._hits = hits
-        return list(hits)
+        return hits
 
 
 def starts_with(view: tuple[Message, ...], last: tuple[Message, ...], sizer: object = None) -> bool:

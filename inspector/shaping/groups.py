@@ -58,9 +58,13 @@ Known = Callable[[tuple[Message, ...], tuple[Message, ...]], int]
 
 MEMO_SIZE = 4
 """How many recent views `group_spans` remembers the groups of."""
-_memo: tuple[tuple[tuple[Message, ...], Pins, tuple[Group, ...], tuple[int, ...]], ...] = ()
-"""(view, the pin rule, its groups, where each ends), newest first; replaced whole, never changed
-(threads share it)."""
+_memo: tuple[tuple[tuple[Message, ...], Pins, list[Group]], ...] = ()
+"""(view, the pin rule, its groups), newest first; replaced whole, never changed (threads share
+it; the lists are never handed out, only copied)."""
+
+
+def _end(g: Group) -> int:
+    return g.end
 
 
 def group_spans(view: Sequence[Message], pins: Pins = FLOOR, known: Known | None = None) -> list[Group]:
@@ -76,11 +80,10 @@ def group_spans(view: Sequence[Message], pins: Pins = FLOOR, known: Known | None
     that front tells), and then from where it is known to agree."""
     global _memo
     view = tuple(view)
-    groups: list[Group] = []
-    kept_ends: tuple[int, ...] = ()
-    start = 0
+    reused: list[Group] = []
+    cut = 0
     best = 0
-    for prev, prev_pins, prev_groups, ends in _memo:
+    for prev, prev_pins, prev_groups in _memo:
         if prev_pins != pins:
             continue
         if best and (len(prev) <= best or not (prev[best] is view[best] or prev[best] == view[best])):
@@ -89,16 +92,13 @@ def group_spans(view: Sequence[Message], pins: Pins = FLOOR, known: Known | None
         if k <= best:
             continue
         best = k
-        cut = bisect_left(ends, k)
-        groups = list(prev_groups[:cut])  # those that end before the first change
-        kept_ends = ends[:cut]
-        start = groups[-1].end if groups else 0
+        reused = prev_groups
+        cut = bisect_left(prev_groups, k, key=_end)  # those that end before the first change
         if k == len(view):
             break
-    reused = len(groups)
-    groups = _spans(view, start, groups, pins)
-    ends = kept_ends + tuple(g.end for g in groups[reused:])  # (the kept groups' ends are known)
-    _memo = ((view, pins, tuple(groups), ends), *_memo[: MEMO_SIZE - 1])
+    groups = reused[:cut]
+    groups = _spans(view, groups[-1].end if groups else 0, groups, pins)
+    _memo = ((view, pins, groups.copy()), *_memo[: MEMO_SIZE - 1])
     return groups
 
 
@@ -109,6 +109,8 @@ def _common_prefix(a: tuple[T, ...], b: tuple[T, ...], known: int = 0) -> int:
     lo = min(known, n)  # a[:lo] == b[:lo]
     if lo == n:
         return n
+    if lo and not (a[lo] is b[lo] or a[lo] == b[lo]):
+        return lo  # (they differ right after what is known: what a layer's declaration says, often)
     if lo == 0:
         if not (a[0] is b[0] or a[0] == b[0]):
             return 0

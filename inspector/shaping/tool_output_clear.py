@@ -135,7 +135,7 @@ class _Found:
     def update(
         self,
         view: tuple[Message, ...],
-        facts: list[tuple[int, _Facts]],
+        facts: Sequence[tuple[int, _Facts]],
         pins: Pins = FLOOR,
         sizer: TokenMemo | None = None,
     ) -> tuple[tuple[Message, ...], int | None]:
@@ -256,7 +256,11 @@ class _Clearing:
                 slots = self.by_message.setdefault(s.message, [])
                 touched.setdefault(s.message, len(slots))
                 slots.append(s)
-        out = list(self.result) if start else []
+        made_before = self.result
+        # the front of the view made before stays as it was, up to the first message cleared now:
+        # only the rest is made again, not the whole view
+        kept = min(start, min(touched, default=start))
+        out = list(made_before[kept:start])
         out.extend(src[start:])
         size = sizer.message
         for i, before in touched.items():
@@ -271,16 +275,14 @@ class _Clearing:
                 self.changed[i] = new
                 self.saved += size(src[i]) - size(new)
                 self.cleared += len(slots)
-                out[i] = new
+                out[i - kept] = new
             else:
-                out[i] = src[i]
+                out[i - kept] = src[i]
         self.view, self.sizer, self.keep, self.split = src, sizer, keep, split
-        made_before = self.result
-        self.result = tuple(out)
+        self.result = (made_before if start and kept == start else made_before[:kept]) + tuple(out)
         if start:
-            # what it made for the view before, as it was up to the first message it cleared now
-            # (for the next layer's comparison of this view with that one)
-            sizer.seed_shared(self.result, made_before, min(start, min(touched, default=start)))
+            # (for the next layer's comparison of this view with the one made before)
+            sizer.seed_shared(self.result, made_before, kept)
 
 
 class ToolOutputClear:
