@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from msgspec import Struct
 
 from inspector.model import EventKind, Message, RecordedEvent, Transcript
+from inspector.model.bulk import paused_gc
 from inspector.shaping import Policy, PolicyError, load_policy, preset_for_format
 from inspector.shaping.base import TokenMemo
 from inspector.shaping.pipeline import ShapeResult
@@ -139,9 +140,19 @@ def decision_point(transcript: Transcript, after: int) -> int:
     return k
 
 
-def _summarizes(result: ShapeResult) -> bool:
-    """Whether a summarizing layer fired in `result` (the cheaper layers before it did not do)."""
-    return any(layer.fired and layer.name in SUMMARIZING_LAYERS for layer in result.layers)
+_Rungs = tuple[tuple[str, bool, int], ...]
+"""What the simulation reads of a shaped request: per layer, (its name, whether it fired, how many
+messages it cleared). Kept per request instead of the result, whose views (each the size of the
+ledger) would be held for every request of the run."""
+
+
+def _rungs(result: ShapeResult) -> _Rungs:
+    return tuple((layer.name, layer.fired, layer.cleared) for layer in result.layers)
+
+
+def _summarizes(rungs: _Rungs) -> bool:
+    """Whether a summarizing layer fired (the cheaper layers before it did not do)."""
+    return any(fired and name in SUMMARIZING_LAYERS for name, fired, _ in rungs)
 
 
 class _Context:
@@ -162,12 +173,12 @@ class _Context:
         self.own_sizes = sizer is not None
         """Layers decide with the harness's own sizes (`own_sizer`), not calibrated weights."""
         self._memo = TokenMemo(sizer) if sizer is not None else None
-        self._runs: dict[int, ShapeResult] = {}
+        self._runs: dict[int, _Rungs] = {}
 
-    def shaped(self, k: int) -> ShapeResult:
-        """Request k as the policy shapes it, deciding the way the harness does."""
+    def shaped(self, k: int) -> _Rungs:
+        """What the policy's layers do to request k, deciding the way the harness does."""
         if not self.own_sizes:
-            return self.replay.step(k).result
+            return _rungs(self.replay.step(k).result)
         got = self._runs.get(k)
         if got is None:
             assert self._memo is not None
@@ -184,9 +195,9 @@ class _Context:
             got = self._runs[k] = self._run(ledger)
         return got
 
-    def _run(self, ledger: tuple[Message, ...]) -> ShapeResult:
+    def _run(self, ledger: tuple[Message, ...]) -> _Rungs:
         assert self._memo is not None
-        return self.replay.pipeline.run(ledger, self.budget, self._memo, explain=False)
+        return _rungs(self.replay.pipeline.run(ledger, self.budget, self._memo, explain=False))
 
     def compacts_at_end(self, seg: int) -> bool:
         """Whether the harness compacts with segment `seg`'s whole ledger (after its last request)."""
@@ -362,10 +373,10 @@ def _compactions(ctx: _Context) -> list[FidelityEvent]:
 
 
 def _fires(ctx: _Context, k: int, e: RecordedEvent) -> bool:
-    layers = ctx.shaped(k).layers
+    rungs = ctx.shaped(k)
     if e.kind is EventKind.LAYER_FIRED:
-        return any(layer.name == e.layer and layer.fired for layer in layers)
-    return any(layer.cleared > 0 for layer in layers)
+        return any(name == e.layer and fired for name, fired, _ in rungs)
+    return any(cleared > 0 for _, _, cleared in rungs)
 
 
 CLEARING_LAYERS = frozenset({"tool_output_clear", "eager_clear", "microcompact", "opencode_prune"})
@@ -443,13 +454,17 @@ def fidelity(
         chosen = _policy(policy, source)
         win = window if window is not None else harness_window(source)
         replay = Replay.open(source, chosen, win)
-    ctx = _Context(replay)
-    events = _compactions(ctx)
-    events.extend(
-        _layer_event(ctx, e)
-        for e in ctx.tr.events
-        if e.kind in (EventKind.MICROCOMPACT, EventKind.LAYER_FIRED)
-    )
+    # the simulation shapes request after request, each run making views of the whole ledger
+    # (tuples, lists of groups) that live one request and hold no cycle: collections would only
+    # rescan them, again and again (a quarter of the run on a long session over its trigger)
+    with paused_gc():
+        ctx = _Context(replay)
+        events = _compactions(ctx)
+        events.extend(
+            _layer_event(ctx, e)
+            for e in ctx.tr.events
+            if e.kind in (EventKind.MICROCOMPACT, EventKind.LAYER_FIRED)
+        )
     events.sort(
         key=lambda ev: (
             ev.recorded_after_request

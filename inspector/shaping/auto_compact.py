@@ -163,7 +163,7 @@ class AutoCompact(CarryingLayer):
         target = budget.target
         if before <= target:
             return unchanged(f"{cause}, already at or under target {target:,}")
-        groups = group_spans(src, budget.pins)
+        groups = group_spans(src, budget.pins, sizer.known_front)
         keep = budget.groups_kept
         found = self._stretches.of(groups, keep)
         if not found:

@@ -79,6 +79,12 @@ class Sizer(Protocol):
     def message(self, message: Message) -> int: ...
 
 
+VIEW_MEMO = 64
+"""How many views (their estimates, what they were declared a prefix of) a TokenMemo remembers:
+the views of one run are asked about within it, and a memo kept across the runs of a whole
+session would otherwise hold every view of every request (each the size of its ledger)."""
+
+
 class TokenMemo:
     """An estimator wrapper that sizes each message object once.
 
@@ -86,6 +92,8 @@ class TokenMemo:
     the memo lives. A layer that changes a message makes a new object, which is sized afresh; an
     unchanged message keeps its first estimate through every layer. One memo per run is the
     default; a caller that shapes many requests of one transcript may keep one memo across runs.
+    The estimates of whole views are kept for the last `VIEW_MEMO` views only (a view forgotten
+    is summed again: the same figure).
     """
 
     def __init__(self, estimator: Sizer) -> None:
@@ -95,6 +103,9 @@ class TokenMemo:
         self._views: dict[int, tuple[tuple[Message, ...], int]] = {}
         """id(view tuple) -> (the tuple, its estimate): a view passed on unchanged is summed once."""
         self._prefix_of: dict[int, tuple[tuple[Message, ...], tuple[Message, ...]]] = {}
+        self._shared: dict[tuple[int, int], tuple[tuple[Message, ...], tuple[Message, ...], int]] = {}
+        """(id(view), id(earlier)) -> (the view, the earlier view, how many messages at their
+        front are the same objects): `seed_shared`."""
 
     def text(self, text: str) -> int:
         return self.estimator.text(text)
@@ -115,14 +126,50 @@ class TokenMemo:
 
         `prefix_of`: a tuple `messages` is the start of (`messages == prefix_of[:len(messages)]`),
         so that scans of consecutive views cut from the same tuple need not compare them."""
-        self._views[id(messages)] = (messages, total)
+        self._keep_view(messages, total)
         if prefix_of is not None:
-            self._prefix_of[id(messages)] = (messages, prefix_of)
+            prefixes = self._prefix_of
+            prefixes[id(messages)] = (messages, prefix_of)
+            if len(prefixes) > VIEW_MEMO:
+                del prefixes[next(iter(prefixes))]
+
+    def _keep_view(self, messages: tuple[Message, ...], total: int) -> None:
+        """Remember `messages`' estimate, forgetting the oldest view remembered beyond `VIEW_MEMO`."""
+        views = self._views
+        views[id(messages)] = (messages, total)
+        if len(views) > VIEW_MEMO:
+            del views[next(iter(views))]
 
     def prefix_of(self, messages: tuple[Message, ...]) -> tuple[Message, ...] | None:
         """The tuple `messages` was declared a prefix of (`seed_view`), if any."""
         hit = self._prefix_of.get(id(messages))
         return hit[1] if hit is not None and hit[0] is messages else None
+
+    def seed_shared(self, view: tuple[Message, ...], earlier: tuple[Message, ...], shared: int) -> None:
+        """Declare that the first `shared` messages of `view` are those of `earlier` (the same
+        objects). A layer that makes the view of a request from the one it made for the request
+        before says how much of it it kept as it was, so that the next layer, which compares its
+        input with the one it had before (to go on from it), need not compare that front."""
+        declared = self._shared
+        declared[(id(view), id(earlier))] = (view, earlier, shared)
+        if len(declared) > VIEW_MEMO:
+            del declared[next(iter(declared))]
+
+    def known_front(self, a: tuple[Message, ...], b: tuple[Message, ...]) -> int:
+        """How many messages at their front `a` and `b` are known to share without looking at
+        them: both declared the start of one tuple (`seed_view`), or one declared made from the
+        other (`seed_shared`); 0 when nothing was declared."""
+        if a is b:
+            return len(a)
+        base = self.prefix_of(a)
+        if base is not None and base is self.prefix_of(b):
+            return min(len(a), len(b))
+        declared = self._shared
+        for x, y in ((b, a), (a, b)):
+            hit = declared.get((id(x), id(y)))
+            if hit is not None and hit[0] is x and hit[1] is y:
+                return hit[2]
+        return 0
 
     def replaced(
         self, src: tuple[Message, ...], changes: dict[int, Message]
@@ -136,7 +183,7 @@ class TokenMemo:
             total += size(new) - size(src[i])
             out[i] = new
         result = tuple(out)
-        self._views[id(result)] = (result, total)
+        self._keep_view(result, total)
         return result, total
 
     def view(self, messages: Iterable[Message]) -> int:
@@ -146,7 +193,7 @@ class TokenMemo:
             if hit is not None and hit[0] is messages:
                 return hit[1]
             total = sum(map(self.message, messages))
-            self._views[id(messages)] = (messages, total)
+            self._keep_view(messages, total)
             return total
         return sum(map(self.message, messages))
 
@@ -173,7 +220,6 @@ class ViewScan(Generic[R]):
     def __init__(self, fn: Callable[[Message], R | None]) -> None:
         self._fn = fn
         self._view: tuple[Message, ...] = ()
-        self._base: tuple[Message, ...] | None = None
         self._hits: list[tuple[int, R]] = []
         self._per: dict[int, tuple[Message, R | None]] = {}
 
@@ -188,21 +234,21 @@ class ViewScan(Generic[R]):
         self._per[id(message)] = (message, got)
         return got
 
-    def __call__(self, view: tuple[Message, ...], sizer: object = None) -> list[tuple[int, R]]:
-        """The hits of `view`. With `sizer` (the layer's TokenMemo), a view its caller declared to
-        be the start of a tuple the last view was also the start of is known to extend it."""
+    def __call__(self, view: tuple[Message, ...], sizer: object = None) -> Sequence[tuple[int, R]]:
+        """The hits of `view`. With `sizer` (the layer's TokenMemo), what was declared to it of
+        how `view` and the last view share their front is not compared again (`starts_with`).
+
+        The hits are the scan's own list, to be read before the next call, which extends it in
+        place where its view extends this one (a copy per request would cost a long ledger's
+        length each time)."""
         last = self._view
         n = len(last)
-        base = sizer.prefix_of(view) if isinstance(sizer, TokenMemo) else None
-        if (
-            n and len(view) >= n and ((base is not None and base is self._base) or view[:n] == last)
-        ):  # a tuple comparison checks identity first, element by element, at C speed
-            hits = list(self._hits)
+        if n and starts_with(view, last, sizer):
+            hits = self._hits
             start = n
         else:
             hits = []
             start = 0
-        self._base = base
         of = self.of
         for i in range(start, len(view)):
             got = of(view[i])
@@ -210,7 +256,21 @@ class ViewScan(Generic[R]):
                 hits.append((i, got))
         self._view = view
         self._hits = hits
-        return list(hits)
+        return hits
+
+
+def starts_with(view: tuple[Message, ...], last: tuple[Message, ...], sizer: object = None) -> bool:
+    """Whether `view` begins with every message of `last` (the same objects, or equal): how a
+    layer that carries its work from one request to the next knows its input extends the last.
+    The front `sizer` (a TokenMemo) was told the two share (`TokenMemo.known_front`) is not
+    compared again; the rest is, as a tuple comparison (identity first, at C speed)."""
+    n = len(last)
+    if len(view) < n:
+        return False
+    k = sizer.known_front(last, view) if isinstance(sizer, TokenMemo) else 0
+    if k >= n:
+        return True
+    return view[k:n] == last[k:] if k else view[:n] == last
 
 
 def memo(estimator: Sizer) -> TokenMemo:

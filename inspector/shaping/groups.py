@@ -9,22 +9,25 @@ result and no result its call.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
+
+from msgspec import Struct
 
 from inspector.model import Message, Role, Source, ToolResultBlock
 
 from .pinning import FLOOR, Pins
 
 
-@dataclass(frozen=True, slots=True)
-class Group:
+class Group(Struct, frozen=True, kw_only=True, gc=False):
     """`view[start:end]`. `exchange`: led by an assistant message with tool calls.
 
     `complete` (for an exchange): every call has exactly one result inside the group, every result
     in it answers one of the calls, and every follower is a pure tool-result message (no text).
     A non-exchange group is complete unless it is a tool result with no call before it (an orphan).
+    A struct (no references, not tracked by the collector): a view's groups are made again from
+    its first change at every request, a few thousand for a long ledger.
     """
 
     index: int
@@ -50,53 +53,73 @@ def _answers(message: Message, call_ids: frozenset[str]) -> bool:
 
 T = TypeVar("T")
 
+Known = Callable[[tuple[Message, ...], tuple[Message, ...]], int]
+"""How many messages two views are known to share at their front (`TokenMemo.known_front`)."""
+
 MEMO_SIZE = 4
 """How many recent views `group_spans` remembers the groups of."""
-_memo: tuple[tuple[tuple[Message, ...], Pins, tuple[Group, ...], tuple[int, ...]], ...] = ()
-"""(view, the pin rule, its groups, where each ends), newest first; replaced whole, never changed
-(threads share it)."""
+_memo: tuple[tuple[tuple[Message, ...], Pins, list[Group]], ...] = ()
+"""(view, the pin rule, its groups), newest first; replaced whole, never changed (threads share
+it; the lists are never handed out, only copied)."""
 
 
-def group_spans(view: Sequence[Message], pins: Pins = FLOOR) -> list[Group]:
+def _end(g: Group) -> int:
+    return g.end
+
+
+def group_spans(view: Sequence[Message], pins: Pins = FLOOR, known: Known | None = None) -> list[Group]:
     """Split a view into groups, in order; a group is `pinned` when `pins` (the policy's rule,
     `Budget.pins`) pins one of its messages. Linear in the number of messages it does not share
     with a view split before: a replay shapes every request's ledger, each the one before and a
     few messages more, so the groups of the common front are taken from the view before (a
-    group's extent depends on its own messages and the one after it only)."""
+    group's extent depends on its own messages and the one after it only).
+
+    `known`: how many messages at their front two views are known to share without comparing
+    them (`TokenMemo.known_front`, what the layers before declared). Only a view remembered that
+    shares more than the best found so far is compared at all (one look at the message after
+    that front tells), and then from where it is known to agree."""
     global _memo
     view = tuple(view)
-    groups: list[Group] = []
-    kept_ends: tuple[int, ...] = ()
-    start = 0
+    reused: list[Group] = []
+    cut = 0
     best = 0
-    for prev, prev_pins, prev_groups, ends in _memo:
+    for prev, prev_pins, prev_groups in _memo:
         if prev_pins != pins:
             continue
-        k = _common_prefix(prev, view)
+        if best and (len(prev) <= best or not (prev[best] is view[best] or prev[best] == view[best])):
+            continue  # it differs from the view at `best` already: it shares no more than that
+        k = _common_prefix(prev, view, known(prev, view) if known is not None else 0)
         if k <= best:
             continue
         best = k
-        cut = bisect_left(ends, k)
-        groups = list(prev_groups[:cut])  # those that end before the first change
-        kept_ends = ends[:cut]
-        start = groups[-1].end if groups else 0
+        reused = prev_groups
+        cut = bisect_left(prev_groups, k, key=_end)  # those that end before the first change
         if k == len(view):
             break
-    reused = len(groups)
-    groups = _spans(view, start, groups, pins)
-    ends = kept_ends + tuple(g.end for g in groups[reused:])  # (the kept groups' ends are known)
-    _memo = ((view, pins, tuple(groups), ends), *_memo[: MEMO_SIZE - 1])
+    groups = reused[:cut]
+    groups = _spans(view, groups[-1].end if groups else 0, groups, pins)
+    _memo = ((view, pins, groups.copy()), *_memo[: MEMO_SIZE - 1])
     return groups
 
 
-def _common_prefix(a: tuple[T, ...], b: tuple[T, ...]) -> int:
-    """How many items (messages, groups) `a` and `b` share at their front (the same objects, or equal)."""
+def _common_prefix(a: tuple[T, ...], b: tuple[T, ...], known: int = 0) -> int:
+    """How many items (messages, groups) `a` and `b` share at their front (the same objects, or
+    equal); `known`: how many at the front are known to be shared (not compared again)."""
     n = min(len(a), len(b))
-    if n == 0 or not (a[0] is b[0] or a[0] == b[0]):
-        return 0
-    if a[:n] == b[:n]:  # (in C: items are compared by identity first)
+    lo = min(known, n)  # a[:lo] == b[:lo]
+    if lo == n:
         return n
-    lo, hi = 1, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    if lo and not (a[lo] is b[lo] or a[lo] == b[lo]):
+        return lo  # (they differ right after what is known: what a layer's declaration says, often)
+    if lo == 0:
+        if not (a[0] is b[0] or a[0] == b[0]):
+            return 0
+        if a[:n] == b[:n]:  # (in C: items are compared by identity first)
+            return n
+        lo = 1
+    elif a[lo:n] == b[lo:n]:
+        return n
+    hi = n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if a[lo:mid] == b[lo:mid]:

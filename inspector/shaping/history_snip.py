@@ -73,7 +73,7 @@ class OldHistorySnip(CarryingLayer):
         target = budget.target
         if before <= target:
             return unchanged(f"{cause}, already at or under target {target:,}")
-        groups = group_spans(src, budget.pins)
+        groups = group_spans(src, budget.pins, sizer.known_front)
         keep = budget.groups_kept
         last = max(1, len(groups) - keep)
         droppable = groups[1:last]
@@ -221,12 +221,20 @@ class _Plan:
         self.marks: list[tuple[int, int, int]] = []
         """After each of the first `head_of` entries: (the head's length, messages removed,
         leaders truncated), so the head goes back to fewer entries without being made again."""
+        self.made: tuple[tuple[Message, ...], int, int] | None = None
+        """The last view made, where its rest began in its source, and the head's length then."""
+        self.low = 0
+        """The head's shortest length since that view: the front of it still as it was."""
+        self.shared = 0
+        """How many messages at their front `src` shares with the source of the last view made
+        (the least of what each `rebase` since found)."""
 
     def rebase(self, src: tuple[Message, ...], groups: Sequence[Group], last: int) -> None:
         """Keep what holds for `src`: the entries of groups that end before the first message it
         does not share with the view before, and within the groups the snip may remove."""
         old = self.src
-        shared = _common_prefix(old, src)
+        shared = _common_prefix(old, src, self.sizer.known_front(old, src))
+        self.shared = min(self.shared, shared)
         # the groups that end before `shared` are the same groups (their extent depends on their
         # own messages and the one after them)
         valid = bisect_left(groups, shared, key=lambda g: g.end)
@@ -292,7 +300,25 @@ class _Plan:
             pos = end
             marks.append((len(head), removed, truncated))
         self.head_of = chosen
-        return tuple(head) + src[pos:], truncated, removed
+        view = tuple(head) + src[pos:]
+        self._declare(view, src, pos)
+        return view, truncated, removed
+
+    def _declare(self, view: tuple[Message, ...], src: tuple[Message, ...], pos: int) -> None:
+        """Tell the sizer what `view` shares with `src` (all before the first exchange removed) and
+        with the view made before (the head as it stayed and, where the head is as it was, the
+        rest as far as `src` shares it with the source before), for the next layer's comparisons."""
+        sizer, entries, n = self.sizer, self.entries, len(self.head)
+        if self.head_of:
+            sizer.seed_shared(view, src, entries[0][1])
+        made = self.made
+        if made is not None:
+            before, pos_before, n_before = made
+            same = self.low == n == n_before and pos == pos_before
+            sizer.seed_shared(view, before, n + max(0, self.shared - pos) if same else self.low)
+        self.made = (view, pos, n)
+        self.low = n
+        self.shared = len(src)
 
     def _back_to(self, n: int) -> None:
         """The head of the first `n` entries, where it held more."""
@@ -300,3 +326,4 @@ class _Plan:
             del self.marks[n:]
             del self.head[self.marks[-1][0] if self.marks else 0 :]
             self.head_of = n
+            self.low = min(self.low, len(self.head))

@@ -10,7 +10,18 @@ from msgspec.structs import replace
 
 from inspector.model import Message, ToolResultBlock
 
-from .base import Action, CarryingLayer, Decision, LayerResult, Sizer, ViewScan, acted, memo, no_change
+from .base import (
+    Action,
+    CarryingLayer,
+    Decision,
+    LayerResult,
+    Sizer,
+    ViewScan,
+    acted,
+    memo,
+    no_change,
+    starts_with,
+)
 from .budget import Budget
 from .pinning import Pins
 
@@ -84,16 +95,14 @@ class PerToolResultBudget(CarryingLayer):
                 lambda m: _Cuts(m, limit) if not pins(m) and _over(m, limit) else None
             )
         last = self._last
-        n = len(last.src) if last is not None else 0
         if (
             last is not None
             and last.sizer is sizer
             and last.key == (limit, pins)
-            and len(src) >= n
-            and src[:n] == last.src  # (in C: items are compared by identity first)
+            and starts_with(src, last.src, sizer)
         ):
             # the view before and a few messages more: its cuts hold, only the new ones are made
-            outs, gain, done, base = list(last.outs), last.gain, n, last.result
+            outs, gain, done, base = list(last.outs), last.gain, len(last.src), last.result
         else:
             outs, gain, done, base = [], 0, 0, ()
         hits = scan(src, sizer)
@@ -113,6 +122,8 @@ class PerToolResultBudget(CarryingLayer):
             result = base + tuple(tail)
         else:
             result = base + src[done:]
+        if base:
+            sizer.seed_shared(result, base, len(base))  # (for the next layer's comparison)
         self._last = _Cut(sizer, (limit, pins), src, tuple(outs), gain, result)
         if not outs:
             return no_change(self, src, before, f"no tool result over {limit:,} chars", forced)

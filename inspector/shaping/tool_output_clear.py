@@ -24,6 +24,7 @@ from .base import (
     ordinal,
     plural,
     pressed,
+    starts_with,
 )
 from .budget import Budget
 from .pinning import FLOOR, Pins
@@ -132,14 +133,19 @@ class _Found:
         self.free: list[ResultSlot] = []
 
     def update(
-        self, view: tuple[Message, ...], facts: list[tuple[int, _Facts]], pins: Pins = FLOOR
+        self,
+        view: tuple[Message, ...],
+        facts: Sequence[tuple[int, _Facts]],
+        pins: Pins = FLOOR,
+        sizer: TokenMemo | None = None,
     ) -> tuple[tuple[Message, ...], int | None]:
         """Bring the slots to `view` (`facts`: its `_facts`, by index). Returns the view before and,
         where `view` extends it, the lowest place in `free` a slot went in at (`len(free)` when none
-        did: every slot before it kept its place); None where the slots were found afresh."""
+        did: every slot before it kept its place); None where the slots were found afresh.
+        `sizer`: the layer's memo, told what `view` shares with the view before (`starts_with`)."""
         last = self.view
         n = len(last)
-        extends = bool(n) and pins == self.pins and len(view) >= n and view[:n] == last  # (identity first)
+        extends = bool(n) and pins == self.pins and starts_with(view, last, sizer)
         if not extends:
             self._clear()
             self.pins = pins
@@ -250,7 +256,11 @@ class _Clearing:
                 slots = self.by_message.setdefault(s.message, [])
                 touched.setdefault(s.message, len(slots))
                 slots.append(s)
-        out = list(self.result) if start else []
+        made_before = self.result
+        # the front of the view made before stays as it was, up to the first message cleared now:
+        # only the rest is made again, not the whole view
+        kept = min(start, min(touched, default=start))
+        out = list(made_before[kept:start])
         out.extend(src[start:])
         size = sizer.message
         for i, before in touched.items():
@@ -265,11 +275,14 @@ class _Clearing:
                 self.changed[i] = new
                 self.saved += size(src[i]) - size(new)
                 self.cleared += len(slots)
-                out[i] = new
+                out[i - kept] = new
             else:
-                out[i] = src[i]
+                out[i - kept] = src[i]
         self.view, self.sizer, self.keep, self.split = src, sizer, keep, split
-        self.result = tuple(out)
+        self.result = (made_before if start and kept == start else made_before[:kept]) + tuple(out)
+        if start:
+            # (for the next layer's comparison of this view with the one made before)
+            sizer.seed_shared(self.result, made_before, kept)
 
 
 class ToolOutputClear:
@@ -314,7 +327,7 @@ class ToolOutputClear:
         src, sizer, before, cause = ready.src, ready.sizer, ready.before, ready.cause
         keep = budget.results_kept
         found, c = self._found, self._clearing
-        last, lowest = found.update(src, self._scan(src, sizer), budget.pins)
+        last, lowest = found.update(src, self._scan(src, sizer), budget.pins, sizer)
         c.update(src, sizer, keep, found, last, lowest, self._made)
         total = len(found.free)
         if not c.changed:

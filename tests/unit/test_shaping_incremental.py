@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+import pytest
 from msgspec import structs
 
 from inspector.model import Message, Role, Source, SourceKind, TextBlock, ToolCallBlock, ToolResultBlock
@@ -253,3 +254,62 @@ def test_stretches_carried_are_the_stretches_of_each_view() -> None:
         checked += 1
         longest = max(longest, len(groups))
     assert checked == 400 and longest > 60
+
+
+class Checking(TokenMemo):
+    """A memo that holds every layer to what it declares a view shares with another."""
+
+    def __init__(self) -> None:
+        super().__init__(EST)
+        self.declared = 0
+
+    def seed_shared(self, view: tuple[Message, ...], earlier: tuple[Message, ...], shared: int) -> None:
+        assert shared <= min(len(view), len(earlier))
+        assert view[:shared] == earlier[:shared]
+        self.declared += 1
+        super().seed_shared(view, earlier, shared)
+
+
+@pytest.mark.parametrize("target_ratio", [None, 0.2])
+def test_pipeline_request_after_request_with_one_memo_is_each_request_alone(
+    target_ratio: float | None,
+) -> None:
+    """OpenCollab's pipeline on the growing ledger of request after request, with one memo kept
+    across them as the fidelity simulation keeps it (its ledgers declared the start of one tuple):
+    each layer's view and figures are those of a fresh pipeline on that request alone, and what
+    the layers declare of their views (for the next layer's comparisons) holds."""
+    from inspector.shaping import preset
+
+    msgs = [
+        # long replies, which no snip removes: what it leaves over the target, auto compact folds
+        structs.replace(m, blocks=(TextBlock(text=f"{m.text} " * 200),)) if m.text.startswith("done") else m
+        for m in session(100)
+    ]
+    whole = tuple(msgs)
+    budget = (
+        Budget.for_window(60_000)
+        if target_ratio is None
+        else Budget.for_window(60_000, target_ratio=target_ratio)
+    )
+    carried, memo = preset("opencollab").pipeline(), Checking()
+    fired: set[str] = set()
+    for k, n in enumerate(range(41, len(whole) + 1, 4)):
+        view = whole[:n]
+        if k % 9 == 4:  # now and then a ledger that is not the start of the last one
+            view = (*view[:20], structs.replace(view[20], blocks=(TextBlock(text="edited"),)), *view[21:])
+        else:
+            memo.seed_view(view, sum(map(EST.message, view)), prefix_of=whole)
+        got = carried.run(view, budget, memo, explain=False)
+        alone = preset("opencollab").pipeline().run(view, budget, TokenMemo(EST), explain=False)
+        for a, b in zip(got.layers, alone.layers, strict=True):
+            assert a.view == b.view
+            assert (a.tokens_before, a.tokens_after, a.fired, a.reason) == (
+                b.tokens_before,
+                b.tokens_after,
+                b.fired,
+                b.reason,
+            )
+        fired.update(got.fired)
+    assert {"tool_output_clear", "old_history_snip"} <= fired
+    assert target_ratio is None or "auto_compact" in fired
+    assert memo.declared > 50
