@@ -583,8 +583,6 @@ def _cmd_open(args: argparse.Namespace) -> int:
 
         run_app(None, settings=settings)
         return 0
-    from inspector.tui.live import open_transcript, recently_modified
-
     target, session_id, harness = path, settings.session, None
     if settings.session is not None or os.path.isdir(path):
         from inspector.formats.detect import choose
@@ -592,11 +590,18 @@ def _cmd_open(args: argparse.Namespace) -> int:
         with _reading(path):
             choice = choose(path, settings.session)  # an unknown --session: one line, before any reading
         target, session_id, harness = str(choice.path), choice.session_id, choice.format
-    follow = recently_modified(target) if settings.follow is None else settings.follow
+    if settings.follow is None:
+        from inspector.tui.live import recently_modified
+
+        follow = recently_modified(target)
+    else:
+        follow = settings.follow  # (the follower and its reader, imported only to follow)
     later: list[Callable[[], None]] = []  # a first open's cache entry: written once the app has closed
     if not follow:
         transcript, follower = _load(path, settings.session, later=later), None
     else:
+        from inspector.tui.live import open_transcript
+
         with _reading(path) as progress:
             opened = open_transcript(
                 target, follow=True, session_id=session_id, harness=harness, progress=progress

@@ -367,6 +367,7 @@ class MainScreen(Screen[None]):
         agent: SubagentRef | None = None,
     ) -> None:
         super().__init__(id="main" if parent is None else None)
+        self._preset_breakpoints()
         self.parent_screen = parent
         """The session's screen, when this one shows one of its subagents (esc goes back to it)."""
         self.agent = agent
@@ -396,6 +397,22 @@ class MainScreen(Screen[None]):
         """What the middle of a narrow screen shows (`PANELS`)."""
         if follower is not None:
             self.set_reactive(MainScreen.following, True)
+
+    def _preset_breakpoints(self) -> None:
+        """The breakpoint classes of the terminal's size (`InspectorApp.HORIZONTAL_BREAKPOINTS`),
+        set before the first styles: set by the screen's first resize, as Textual does, they
+        restyled every widget and its component classes a second time before the first frame.
+        The resize still sets them (no change then, no restyle), and follows any later size."""
+        try:
+            app = self.app
+        except RuntimeError:  # (NoActiveAppError) made outside an app: the first resize sets them
+            return
+        width, height = app.size
+        for size, points in ((width, app.HORIZONTAL_BREAKPOINTS), (height, app.VERTICAL_BREAKPOINTS)):
+            for start, name in sorted(points or [], reverse=True):
+                if size >= start:
+                    self.add_class(name, update=False)
+                    break
 
     # -- the session's state, as the screen reads it ----------------------------------------------
     @property
@@ -850,7 +867,14 @@ class MainScreen(Screen[None]):
         if self.core.collector_paused:  # the first columns: collections once they are drawn
             self.call_after_refresh(self.core.resume_collector)
         if self.core.start_scan() and self.replay is not None:
-            self.scan(self.replay, self.generation, self.core.scan_seed)
+            # once these columns are drawn: begun beside their frame, the scan's harness pass
+            # took the GIL from it (a rest of SCAN_TAIL_S was shorter than a cold first frame)
+            self.call_after_refresh(self._start_scan, self.replay, self.generation)
+
+    def _start_scan(self, replay: Replay, generation: int) -> None:
+        """The scan of `replay`, unless a newer replay replaced it meanwhile (its own starts then)."""
+        if generation == self.generation and replay is self.replay:
+            self.scan(replay, generation, self.core.scan_seed)
 
     @on(HarnessReady)
     def harness_ready(self, event: HarnessReady) -> None:

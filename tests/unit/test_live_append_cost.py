@@ -28,15 +28,18 @@ def fresh(t: Transcript, ks: list[int]) -> list[cost.MoneyAt]:
     return [cost.money_at(t, k) for k in ks]
 
 
-def counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def counting(monkeypatch: pytest.MonkeyPatch, t: Transcript) -> list[int]:
+    """The requests priced from now on (known by their times, which `_request_total` is given)."""
     priced: list[int] = []
-    real = cost._request_cost
+    real = cost._request_total
+    index = {r.timestamp: r.index for r in t.requests}
+    assert len(index) == len(t.requests)  # each request's time is its own
 
-    def spy(index: int, *args: object) -> cost.RequestCost:
-        priced.append(index)
-        return real(index, *args)  # type: ignore[arg-type]
+    def spy(usage: object, model: object, timestamp: str | None, table: object) -> float | None:
+        priced.append(index[timestamp])
+        return real(usage, model, timestamp, table)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(cost, "_request_cost", spy)
+    monkeypatch.setattr(cost, "_request_total", spy)
     return priced
 
 
@@ -50,7 +53,7 @@ def test_a_grown_transcript_prices_only_its_new_requests(
     cost._MEMO.clear()
     before = msgspec.structs.replace(transcript, requests=transcript.requests[:-3])
     assert cost.money_at(before, n - 3) == want[1]
-    priced = counting(monkeypatch)
+    priced = counting(monkeypatch, transcript)
     grown = decode(encode(transcript))  # another object, its requests equal but not the same ones
     assert [cost.money_at(grown, k) for k in ks] == want
     assert priced == [n - 2, n - 1, n]  # the three appended, not the session's n
@@ -70,7 +73,7 @@ def test_a_request_whose_usage_changed_is_priced_again_with_every_one_after(
         reqs[j - 1], usage=msgspec.structs.replace(usage, output=usage.output + 1_000_000)
     )
     changed = msgspec.structs.replace(transcript, requests=reqs)
-    priced = counting(monkeypatch)
+    priced = counting(monkeypatch, transcript)
     got = [cost.money_at(changed, k) for k in (j - 1, j, n)]
     assert priced == list(range(j, n + 1))  # from the changed one on
     monkeypatch.undo()
