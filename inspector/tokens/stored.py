@@ -182,7 +182,8 @@ def _restored(transcript: Transcript, estimator: Estimator, state: _Calibrated) 
     steps = cal._steps
     if len(state.context) != len(steps) or not 0 <= state.done <= len(steps):
         return None
-    cal._log = state.log  # filed when first read, as the pass's own log is
+    cal._log = list(state.log)  # filed (and emptied) when first read, as the pass's own log is: a
+    # copy, so that the entry this process writes again still holds it
     models = [Coefficients(coef, ratio) for coef, ratio in state.models]
     for step, predicted, context, model in zip(
         steps, state.predicted, state.context, state.model, strict=True

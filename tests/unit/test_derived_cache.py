@@ -207,3 +207,20 @@ def test_the_entries_are_bounded_by_their_share(
     run(paths[1], capsys, "calibrate", "--json")
     [kept] = derived()  # the one used longest ago went
     assert kept != one and kept.stem.split("-")[0] == cache.key(paths[1]).split("-")[0]  # type: ignore[union-attr]
+
+
+def test_an_entry_written_again_after_its_calibration_was_read_still_holds_it(
+    session: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A command that reads an entry's calibration (filing its log of weights) and then writes the
+    entry again (its harness pass was new) must write the log it read, not the emptied list:
+    `calibrate` fills the calibration alone, `report` reads it and adds the harness rows, and the
+    next `report` reads both. (A restored calibration once shared its log with the entry: the
+    third open weighed spotter-fa812bfe's folded messages at 148,034 tokens for 141,197.)"""
+    order = (("calibrate", "--json"), ("report", "--json", "--step", "20"), ("report", "--json"))
+    cold = {c: run(session, capsys, *c, "--no-cache") for c in order}
+    for c in (*order, *order):
+        assert run(session, capsys, *c) == cold[c], c
+    [entry] = derived()
+    held = cache.read_entry(entry.stem, stored.cache_dir(), stored.MAGIC, stored._DECODER.decode)
+    assert held is not None and held.harness and held.calibrations["delta:heuristic"].log
