@@ -163,18 +163,18 @@ def blocks(message: _Message, call_names: dict[str, str]) -> tuple[Block, ...]:
     if isinstance(content, str):
         return (TextBlock(text=content),)
     out: list[Block] = []
-    for b in content:
-        if isinstance(b, _ToolResult):
+    for b in content:  # (the decoder makes exact types: compared, not `isinstance`)
+        if type(b) is _ToolResult:
             rc = b.content
             media = 0
             if rc is None:
                 text = ""
-            elif isinstance(rc, str):
+            elif type(rc) is str:
                 text = rc
             else:
                 parts: list[str] = []
                 for item in rc:
-                    if isinstance(item, _Text):
+                    if type(item) is _Text:
                         parts.append(item.text)
                     else:
                         media += 1
@@ -188,19 +188,19 @@ def blocks(message: _Message, call_names: dict[str, str]) -> tuple[Block, ...]:
                     media=media,
                 )
             )
-        elif isinstance(b, _Text):
+        elif type(b) is _Text:
             out.append(TextBlock(text=b.text))
-        elif isinstance(b, _ToolUse):
+        elif type(b) is _ToolUse:
             call_names[b.id] = b.name
             out.append(ToolCallBlock(id=b.id, name=b.name, arguments=b.input))
-        elif isinstance(b, _Thinking):
+        elif type(b) is _Thinking:
             sig = b.signature
             out.append(
                 ReasoningBlock(
                     text=b.thinking, signed=bool(sig), signature_chars=len(sig) if sig is not None else 0
                 )
             )
-        elif isinstance(b, _Redacted):
+        elif type(b) is _Redacted:
             data = b.data
             out.append(
                 ReasoningBlock(
@@ -208,6 +208,7 @@ def blocks(message: _Message, call_names: dict[str, str]) -> tuple[Block, ...]:
                 )
             )
         else:
+            assert isinstance(b, _Image | _Document)  # (the last of the union: for mypy)
             src = b.source
             out.append(
                 MediaBlock(
