@@ -226,8 +226,7 @@ class AutoCompact(CarryingLayer):
             )
         if not folds:
             return unchanged(f"{cause}, but no summary would lower the estimate: {'; '.join(rejected)}")
-        region = groups[1 : max(1, len(groups) - keep)]
-        for g in region if explain else ():
+        for g in groups[1 : max(1, len(groups) - keep)] if explain else ():  # (a copy: only to explain)
             if g.pinned:
                 for m in g.messages(src):
                     if budget.pins(m):

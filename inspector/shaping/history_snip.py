@@ -76,7 +76,6 @@ class OldHistorySnip(CarryingLayer):
         groups = group_spans(src, budget.pins, sizer.known_front)
         keep = budget.groups_kept
         last = max(1, len(groups) - keep)
-        droppable = groups[1:last]
         plan = self._plan_for(src, groups, last, sizer, budget)
         # the exchanges removed are the first ones whose gains (oldest first) bring the estimate
         # to the target: the loop of old, one group after another, stopped at the first group it
@@ -132,7 +131,7 @@ class OldHistorySnip(CarryingLayer):
                         tokens_after=sizer.message(m),
                     )
                 )
-        for g in droppable if explain else ():
+        for g in groups[1:last] if explain else ():  # (a copy of the groups: only to explain)
             if g.pinned and g.exchange:
                 for m in g.messages(src):
                     if budget.pins(m):
