@@ -349,7 +349,8 @@ class Facts:
                     partners[m.id].add(call_mid)
                 else:
                     partners[m.id].add("")  # no call anywhere: never "all gone"
-        self.partners: dict[str, frozenset[str]] = {mid: frozenset(p) for mid, p in partners.items()}
+        # the sets themselves, read only from here on (a frozenset copy of each cost more than building them)
+        self.partners: dict[str, set[str]] = dict(partners)
 
     def _reads_again(self) -> list[ReadAgain]:
         """Every read of something an earlier call already read, with no write in between.
