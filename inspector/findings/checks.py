@@ -207,6 +207,12 @@ def stop_reason(facts: Facts) -> list[Finding]:
         word = reason.strip().lower() if reason else None
         calls = calls_of.get(m.id, [])
         open_calls = [c for c in calls if c.result_id is None]
+        if (
+            not open_calls
+            and not (word in STOP_REASONS and calls)
+            and not (word in TOOL_REASONS and not calls)
+        ):
+            continue  # (most responses: nothing to say, so nothing to word)
         k = facts.request_of(m.id)
         later = last - i
         where = f"the response to request {k}" if req is not None else f"assistant message at request {k}"
@@ -914,7 +920,7 @@ def pressure(facts: Facts) -> list[Finding]:
             if run and run[-1][0] != r.index - 1:
                 flush()
             run.append((r.index, size))
-        else:
+        elif run:
             flush()
     flush()
     estimated = not reports

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspector.model import Message, Role, ToolCallBlock, ToolResultBlock, Transcript
+from inspector.model import Message, Request, Role, ToolCallBlock, ToolResultBlock, Transcript
 from inspector.replay import Replay
 from inspector.shaping import Action, LayerResult, ShapeResult, unpaired
 from inspector.shaping.eager_clear import call_target
@@ -258,10 +258,14 @@ class Facts:
         self.ledger_orphans: list[LedgerOrphan] = []
         answered_anywhere = {b.call_id for _, _, found in self._results_in for b in found}
         tooled = self._tooled
+        holding = self.first_holding.setdefault
+        by_segment: dict[int, list[Request]] = defaultdict(list)
+        for r in t.requests:  # one pass, not one per segment
+            by_segment[r.segment].append(r)
         for seg in t.segments:
             ids = seg.message_ids
             self.segment_position.append({mid: i for i, mid in enumerate(ids)})
-            reqs = sorted((r for r in t.requests if r.segment == seg.index), key=lambda r: r.index)
+            reqs = sorted(by_segment.get(seg.index, ()), key=lambda r: r.index)
             open_calls: dict[str, str] = {}
             orphan_results: dict[str, str] = {}
             calls_seen: set[str] = set()
@@ -269,11 +273,11 @@ class Facts:
             fresh: list[tuple[str, str, bool]] = []
             pos = 0
             for r in reqs:
-                while pos < min(r.ledger_len, len(ids)):
-                    mid = ids[pos]
-                    self.first_holding.setdefault(mid, r.index)
+                end = min(r.ledger_len, len(ids))
+                k = r.index
+                for mid in ids[pos:end]:
+                    holding(mid, k)
                     m = by_id.get(mid)
-                    pos += 1
                     if m is None or id(m) not in tooled:
                         continue  # (no call, no result: nothing to pair)
                     for b in m.blocks:
@@ -295,6 +299,7 @@ class Facts:
                             elif b.call_id not in calls_seen:
                                 orphan_results[b.call_id] = mid
                                 fresh.append((b.call_id, mid, False))
+                pos = max(pos, end)
                 for cid, mid, is_call in fresh:
                     still = open_calls.get(cid) if is_call else orphan_results.get(cid)
                     if still is None:
@@ -344,7 +349,8 @@ class Facts:
                     partners[m.id].add(call_mid)
                 else:
                     partners[m.id].add("")  # no call anywhere: never "all gone"
-        self.partners: dict[str, frozenset[str]] = {mid: frozenset(p) for mid, p in partners.items()}
+        # the sets themselves, read only from here on (a frozenset copy of each cost more than building them)
+        self.partners: dict[str, set[str]] = dict(partners)
 
     def _reads_again(self) -> list[ReadAgain]:
         """Every read of something an earlier call already read, with no write in between.

@@ -34,10 +34,11 @@ from __future__ import annotations
 import itertools
 import math
 import statistics
+from collections.abc import Sequence
 
 from msgspec import Struct, field
 
-from inspector.model import EventKind, Message, Transcript
+from inspector.model import EventKind, Message, Request, Transcript
 
 from .base import serialize
 from .calibration import MODES, model_switched, prefix_changed
@@ -119,6 +120,15 @@ def request_kinds(transcript: Transcript) -> dict[int, str]:
     return out
 
 
+def _added(transcript: Transcript, prev: Request, req: Request) -> Sequence[Message]:
+    """The messages of `req`'s ledger past `prev`'s (same segment): sliced from the segment's
+    messages, not from a copy of the whole ledger per request (quadratic in a long segment)."""
+    whole = transcript.segment_messages(req.segment)
+    if whole is None:
+        return transcript.ledger_tuple(req.index)[prev.ledger_len :]
+    return whole[prev.ledger_len : req.ledger_len]
+
+
 def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> AccuracyReport:
     """Prediction accuracy of the two baselines and the two calibration modes, side by side."""
     from . import get_estimator
@@ -144,11 +154,7 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
         if req.usage is not None and prev.usage is not None and req.usage.context > 0
     ]
     # the messages each request added, tokenized in one batch (a batch per request costs more)
-    added = {
-        req.index: transcript.ledger(req.index)[prev.ledger_len :]
-        for prev, req in pairs
-        if req.segment == prev.segment
-    }
+    added = {req.index: _added(transcript, prev, req) for prev, req in pairs if req.segment == prev.segment}
     text_of = {id(m): t for m, t in zip(transcript.messages, serialized, strict=True)}
     added_texts = {
         k: [t if (t := text_of.get(id(m))) is not None else serialize(m) for m in msgs]

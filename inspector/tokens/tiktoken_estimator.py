@@ -8,7 +8,9 @@ into a cache directory and fetches URLs on a miss).
 
 Per message: `FRAMING` tokens (role and block framing) plus the tokens of `serialize(message)`.
 Estimates are cached by a hash of the serialized message, so an unchanged message is never
-tokenized twice; batches go through `encode_ordinary_batch`, which releases the GIL.
+tokenized twice. A batch is cut into chunks at places where no token can span (`chunks`) and
+each distinct chunk is tokenized once: texts that share most of their lines (a file read again
+after an edit, a file written and then read back) cost the lines they do not share.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import binascii
 import hashlib
 import importlib.util
 import os
+import re
 import tempfile
 import threading
 from collections import OrderedDict
@@ -59,6 +62,35 @@ _O200K_HASH = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 _O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 
 DEFAULT_ENCODING = "cl100k_base"
+
+_CUT = re.compile(r"\n(?=[ \t]*[!-.0-~])|\\n(?=[\x00-\x26\x28-\x40\x5b-\x60\x7b-\x7f])")
+"""Where a text is cut into chunks (after the match) that tokenize on their own to the tokens the
+whole text has, in both encodings' patterns (`_PAT_CL100K`, `_PAT_O200K`):
+(1) after a newline followed by spaces or tabs and a printable ASCII character other than `/`:
+the pieces that hold a newline end with it or with more whitespace (o200k's punctuation piece
+also with `/`), and the newlines of one run of whitespace share a piece only with each other;
+(2) after `\\n` (a JSON-escaped newline) followed by an ASCII character that is no letter and no
+`'`: a piece ends with its run of letters (o200k's with a contraction after it: `n's`).
+Neither pattern looks behind, so the pieces of the whole text are those of its chunks, and so
+are its tokens (`tests/unit/test_tiktoken_chunks.py` checks it on texts of the corpus)."""
+CHUNKED_CHARS = 2_000
+"""Texts shorter than this are tokenized whole (cutting them costs more than it saves)."""
+
+
+def chunks(text: str) -> list[str]:
+    """`text` cut at `_CUT`'s places: the tokens of the chunks add up to the whole text's, in
+    cl100k_base and in o200k_base."""
+    if len(text) < CHUNKED_CHARS:
+        return [text]
+    out: list[str] = []
+    start = 0
+    for m in _CUT.finditer(text):
+        end = m.end()
+        out.append(text[start:end])
+        start = end
+    out.append(text[start:])  # (a cut is always followed by a character: the rest is not empty)
+    return out
+
 
 _lock = threading.Lock()
 _encodings: dict[str, Any] = {}
@@ -173,6 +205,16 @@ class TiktokenEstimator:
         return len(self.encoding.encode_ordinary(text))
 
     def texts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text: the sum of its chunks' (`chunks`), each distinct chunk of the
+        batch tokenized once."""
+        cut = [chunks(t) for t in texts]
+        if all(len(c) == 1 for c in cut):
+            return self._sizes(texts)
+        unique = list(dict.fromkeys(c for parts in cut for c in parts))
+        size = dict(zip(unique, self._sizes(unique), strict=True)).__getitem__
+        return [sum(map(size, parts)) for parts in cut]
+
+    def _sizes(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text; a big batch (`THREADED_CHARS`) is tokenized by several threads,
         each a run of texts of about the same length in all (tiktoken releases the GIL while it
         encodes; only the counts are kept, never the tokens)."""
