@@ -4,8 +4,7 @@ regression that learns them from report differences and response outputs (`CostM
 from __future__ import annotations
 
 import math
-from itertools import repeat
-from operator import itemgetter, mul, sub
+from operator import itemgetter, mul
 
 from .features import Features
 from .priors import (
@@ -185,8 +184,9 @@ class CostModel(Coefficients):
             if ki:
                 theta[i] += ki * err
                 if dense:
-                    # (the row written anew: the same differences, at C speed)
-                    P[i] = list(map(sub, P[i], map(mul, repeat(ki), px)))
+                    # (the row written anew: the same differences; a comprehension, whose float
+                    # operations 3.11 specializes, takes fewer instructions than map(sub, ...))
+                    P[i] = [pij - ki * pj for pij, pj in zip(P[i], px, strict=True)]
                 else:
                     row = P[i]
                     for j, pj in zip(live, pcols, strict=True):
