@@ -3,6 +3,7 @@ which waits until the app shows what a test looks at."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -85,6 +86,17 @@ def _a_cache_folder_of_its_own(tmp_path_factory: pytest.TempPathFactory, monkeyp
     """Every test starts with an empty cache of loaded transcripts (`inspector.formats.cache`),
     never the user's: a test that runs a command reads the file as a first open would."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Path:
+    """A copy of the bundled long-session sample in a project folder of its own (a file the cache
+    tests may touch, rename or grow)."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    path = folder / "session.jsonl"
+    shutil.copyfile(ROOT / "inspector" / "samples" / "long-session.jsonl", path)
+    return path
 
 
 async def settle(

@@ -37,15 +37,6 @@ def derived() -> list[Path]:
     return sorted(folder.glob("*" + cache.SUFFIX)) if folder.exists() else []
 
 
-@pytest.fixture
-def session(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    path = folder / "session.jsonl"
-    shutil.copyfile(SAMPLE, path)
-    return path
-
-
 def _all_answers(cal: Calibration) -> list[object]:
     """Everything a calibration answers, request by request."""
     tr = cal.transcript

@@ -4,7 +4,6 @@ XDG_CACHE_HOME at a folder of each test's, and makes standard output a terminal 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +20,6 @@ SAMPLE = ROOT / "inspector" / "samples" / "long-session.jsonl"
 def entries() -> list[Path]:
     folder = cache.cache_dir()
     return sorted(folder.glob("*" + cache.SUFFIX)) if folder.exists() else []
-
-
-@pytest.fixture
-def session(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    path = folder / "session.jsonl"
-    shutil.copyfile(SAMPLE, path)
-    return path
 
 
 def test_a_first_open_writes_its_entry_once_the_app_has_closed(

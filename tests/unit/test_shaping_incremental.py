@@ -302,13 +302,7 @@ def test_pipeline_request_after_request_with_one_memo_is_each_request_alone(
         got = carried.run(view, budget, memo, explain=False)
         alone = preset("opencollab").pipeline().run(view, budget, TokenMemo(EST), explain=False)
         for a, b in zip(got.layers, alone.layers, strict=True):
-            assert a.view == b.view
-            assert (a.tokens_before, a.tokens_after, a.fired, a.reason) == (
-                b.tokens_before,
-                b.tokens_after,
-                b.fired,
-                b.reason,
-            )
+            same(a, b)
         fired.update(got.fired)
     assert {"tool_output_clear", "old_history_snip"} <= fired
     assert target_ratio is None or "auto_compact" in fired

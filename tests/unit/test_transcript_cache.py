@@ -35,15 +35,6 @@ def listing(folder: Path) -> dict[str, tuple[int, int]]:
     return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*")}
 
 
-@pytest.fixture
-def session(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    path = folder / "session.jsonl"
-    shutil.copyfile(SAMPLE, path)
-    return path
-
-
 def test_the_cache_folder_is_the_user_s_never_beside_the_transcript(
     session: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
