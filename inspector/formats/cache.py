@@ -32,8 +32,6 @@ import hashlib
 import os
 import stat
 import tempfile
-import threading
-import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -53,6 +51,7 @@ from inspector.model import (
     Transcript,
 )
 from inspector.model.bulk import paused_gc
+from inspector.model.identity import ByIdentity
 from inspector.settings import cache_folder
 
 LIMIT_BYTES = 512 * 1024 * 1024
@@ -216,25 +215,15 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
-_KEYS: dict[int, tuple[weakref.ref[Transcript], str]] = {}
-"""id(transcript) -> (a weak reference to it, the key it was read or written under)."""
-_KEYS_LOCK = threading.Lock()
-
-
-def _remember(transcript: Transcript, k: str) -> None:
-    with _KEYS_LOCK:
-        for i in [i for i, (ref, _) in _KEYS.items() if ref() is None]:
-            del _KEYS[i]
-        _KEYS[id(transcript)] = (weakref.ref(transcript), k)
+_KEYS: ByIdentity[Transcript, str] = ByIdentity()
+"""Transcript -> the key it was read or written under."""
 
 
 def key_of(transcript: Transcript) -> str | None:
     """The key `cached_load` read or wrote `transcript` under (None: not through the cache, a
     `--no-cache` open or a file changed while it was read): what was computed from it may be
     kept under a key made of it (`inspector.tokens.stored`)."""
-    with _KEYS_LOCK:
-        hit = _KEYS.get(id(transcript))
-    return hit[1] if hit is not None and hit[0]() is transcript else None
+    return _KEYS.get(transcript)
 
 
 # -- the folder ------------------------------------------------------------------------------
@@ -354,11 +343,11 @@ def cached_load(
         return load()
     hit = read(k)
     if hit is not None:
-        _remember(hit, k)
+        _KEYS.set(hit, k)
         return hit
     transcript = load()
     if key(p, session) == k:  # unchanged while it was read: the entry is what the file holds
-        _remember(transcript, k)
+        _KEYS.set(transcript, k)
         if later is None:
             write(k, transcript)
         else:

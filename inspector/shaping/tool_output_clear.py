@@ -279,7 +279,7 @@ class _Clearing:
             else:
                 out[i - kept] = src[i]
         self.view, self.sizer, self.keep, self.split = src, sizer, keep, split
-        self.result = (made_before if start and kept == start else made_before[:kept]) + tuple(out)
+        self.result = made_before[:kept] + tuple(out)
         if start:
             # (for the next layer's comparison of this view with the one made before)
             sizer.seed_shared(self.result, made_before, kept)

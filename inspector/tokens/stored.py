@@ -33,7 +33,6 @@ cache's budget (`cache.DERIVED_LIMIT`), the entries used longest ago removed fir
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Callable
 from dataclasses import astuple
 from pathlib import Path
@@ -43,6 +42,7 @@ import msgspec
 
 from inspector.formats import cache
 from inspector.model import Transcript
+from inspector.model.identity import ByIdentity
 from inspector.settings import cache_folder
 
 from .base import Estimator
@@ -130,19 +130,16 @@ class _Held:
         self.changed = False
 
 
-_HELD: dict[int, tuple[weakref.ref[Transcript], _Held | None]] = {}
-"""id(transcript) -> (a weak reference to it, its entry; None: not kept, no key)."""
+_HELD: ByIdentity[Transcript, _Held | None] = ByIdentity()
+"""Transcript -> its entry (None: not kept, no key)."""
 _LOCK = threading.RLock()
 
 
 def _held(transcript: Transcript) -> _Held | None:
     """The transcript's entry (read at the first question), None where it has no key."""
     with _LOCK:
-        hit = _HELD.get(id(transcript))
-        if hit is not None and hit[0]() is transcript:
-            return hit[1]
-        for i in [i for i, (ref, _) in _HELD.items() if ref() is None]:
-            del _HELD[i]
+        if transcript in _HELD:
+            return _HELD.get(transcript)
         k = cache.key_of(transcript)
         held: _Held | None = None
         if k is not None:
@@ -150,7 +147,7 @@ def _held(transcript: Transcript) -> _Held | None:
             key = f"{where}-{cache.digest(rest + chr(10) + cache.source_key(CODE))}"
             folder = cache_dir()
             held = _Held(key, folder, cache.read_entry(key, folder, MAGIC, _DECODER.decode))
-        _HELD[id(transcript)] = (weakref.ref(transcript), held)
+        _HELD.set(transcript, held)
         return held
 
 
@@ -262,8 +259,7 @@ def write_pending() -> None:
     over (a later one, in a process that runs several, reads its entries afresh). Never raises
     for a cache that cannot be written: it is only ever a shortcut."""
     with _LOCK:
-        helds = [h for ref, h in _HELD.values() if h is not None and ref() is not None]
-        _HELD.clear()
+        helds = [h for h in _HELD.pop_all() if h is not None]
     for held in helds:
         with _LOCK:
             for name, cal in held.live.items():
