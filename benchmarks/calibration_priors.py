@@ -60,10 +60,12 @@ KNOBS: dict[str, tuple[float, ...]] = {
     "prior_ratio": (0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3),
     "pieces": (0.0, 0.15, 0.3, 0.45),
     "pieces_sd": (0.05, 0.1, 0.2, 0.4),
+    "error_sd": (25.0, 50.0, 150.0),
 }
 """Each knob's candidates. `kind_sd` is the prior sd of the kind ratios; `shape_sd` scales the
 prior sds of the shape coefficients (characters, lines); `prior_ratio` is the estimator's
-`PRIOR_RATIO`; `pieces` and `pieces_sd` the prior of `tool_result_pieces` (heuristic sizes only)."""
+`PRIOR_RATIO`; `pieces` and `pieces_sd` the prior of `tool_result_pieces` (heuristic sizes only);
+`error_sd` the prior sd of `error_results` (its mean is 0)."""
 
 
 def current(estimator: str) -> dict[str, float]:
@@ -80,6 +82,7 @@ def current(estimator: str) -> dict[str, float]:
         "prior_ratio": C.PRIOR_RATIO.get(estimator, 1.0),
         "pieces": C.PRIORS["tool_result_pieces"][0],
         "pieces_sd": C.PRIORS["tool_result_pieces"][1],
+        "error_sd": C.PRIORS["error_results"][1],
     }
 
 
@@ -97,6 +100,7 @@ def knobs(setting: dict[str, float], estimator: str) -> Iterator[None]:
     for name in SHAPE_SD:
         priors[name] = (base[name][0], base[name][1] * setting["shape_sd"])
     priors["tool_result_pieces"] = (setting["pieces"], setting["pieces_sd"])
+    priors["error_results"] = (base["error_results"][0], setting["error_sd"])
     C.PRIORS = priors
     C.NOISE_SHARE = setting["noise_share"]
     C.UNSEEN_SHARE = setting["unseen_share"]

@@ -75,7 +75,7 @@ async def test_stepping_onto_the_recorded_compaction_shows_what_it_took() -> Non
         screen = app.screen
         assert isinstance(screen, CompactionScreen)
         o = screen.opened
-        assert [f.weight for f in o.folded[:3]] == [10_386, 9_790, 6_207]
+        assert [f.weight for f in o.folded[:3]] == [10_384, 9_790, 6_207]
         shown = screen_text(app)
         assert "before · request 126 · 301 messages · 166,874 tokens" in shown
         assert "after · request 127 · 1 message · 32,015 tokens" in shown

@@ -47,7 +47,7 @@ MAX_ONLY_LOSSES: dict[tuple[str, str], str] = {}
 TARGET_P95 = 0.5
 TARGET_MAX = 3.0
 """Issue 25's target for the summary row: median over the files of each file's p95 and max."""
-REACHED = {"heuristic": (0.54, 1.64), "tiktoken": (0.66, 1.56)}
+REACHED = {"heuristic": (0.50, 1.64), "tiktoken": (0.66, 1.56)}
 """What the summary row reaches today (median of per-file p95, of per-file max), a guard."""
 
 
@@ -231,16 +231,9 @@ def test_corpus_summary_holds_what_it_reached(estimator: str) -> None:
         assert best.max_pct < base.max_pct / 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "p95 target not reached: the summary's median of per-file p95 is 0.534% (heuristic; 0.66% "
-        "tiktoken) against 0.5%; its median of per-file max, 1.64%, meets 3%. Four of the twelve "
-        "files have 9-23 scored requests, so their p95 is their worst or second-worst request "
-        "(dkimuson 3.2%: CLAUDE.md edited by MultiEdit, ~800 tokens the file does not hold)"
-    ),
-)
 def test_corpus_summary_meets_the_target() -> None:
+    """Issue 25's target, on the heuristic estimator (the default): median over the judged files
+    of each file's p95 at most 0.5%, of each file's max at most 3%."""
     rows = list(corpus_rows("heuristic"))
     if not rows:
         pytest.skip(SKIP)
@@ -331,3 +324,40 @@ def test_calibrate_several_paths_a_row_per_file_and_the_summary(capsys: pytest.C
     out = capsys.readouterr().out
     assert "summary (3 files)" in out and "after compaction" in out
     assert all(p.name[:20] in out.replace("\n", "") or p.name[:15] in out for p in files)
+
+
+LROYSTACK = CORPUS / "claude-code-json-array" / "lroystack-24133cc4-chat.json"
+
+
+@pytest.mark.parametrize("estimator", ["heuristic", "tiktoken"])
+def test_a_prompt_rewritten_inside_a_tool_loop_strips_reasoning_there(estimator: str) -> None:
+    """lroystack-24133cc4 request 33: inside a tool loop the cache read falls from 114,744 to
+    30,968 tokens and the report is 2,881 below the prediction (the reasoning of the turn came
+    off); at the next user turn, request 36, the read is what request 33 wrote. Taking 33's
+    reasoning off at the next turn again predicted request 36 2,397 tokens short, and the share a
+    turn takes off fell to 0.61, so the turns after were over-predicted (request 64 by 1,170)."""
+    if not LROYSTACK.exists():
+        pytest.skip(SKIP)
+    rep = accuracy(load(LROYSTACK), estimator)
+    rows = {r.request: r for r in rep.requests}
+    err = {k: rows[k].predicted["delta"] - rows[k].reported for k in (33, 36, 64, 75)}
+    assert err[33] > 2_000, err  # the request itself: its report is read after it
+    assert abs(err[36]) < 300, err
+    assert err[64] < 1_000 and err[75] < 450, err
+
+
+def test_prefix_rewritten_reads_the_cache_read_after_the_request() -> None:
+    from inspector.model import Request, Usage
+    from inspector.tokens.calibration.requests import prefix_rewritten
+
+    def req(k: int, read: int, at: str) -> Request:
+        usage = Usage(input=10, cache_read=read, cache_write=500, output=20)
+        return Request(index=k, usage=usage, timestamp=f"2025-09-17T16:{at}Z")
+
+    before = req(32, 114_744, "41:54.216")
+    assert prefix_rewritten(before, req(33, 30_968, "42:53.712"))
+    assert not prefix_rewritten(before, req(33, 115_244, "42:53.712"))  # the prefix grew
+    assert not prefix_rewritten(before, req(33, 0, "42:53.712"))  # nothing read: `prefix_changed`
+    assert not prefix_rewritten(before, req(33, 30_968, "47:55.000"))  # the cache had lapsed
+    other = msgspec.structs.replace(req(33, 30_968, "42:53.712"), model="claude-haiku-4-5")
+    assert not prefix_rewritten(msgspec.structs.replace(before, model="claude-sonnet-4"), other)

@@ -423,3 +423,25 @@ def test_under_the_heuristic_a_dense_result_costs_more_than_a_sparse_one_of_its_
     assert parts_of(result(dense), [800], [dense], by_pieces=True).x == xd
     tik = get_estimator("tiktoken")
     assert "tool_result_pieces" not in parts_of(result(dense), [tik.text(dense)], [dense]).x
+
+
+def test_a_failed_tool_call_has_its_own_feature_learned_per_session() -> None:
+    """A result the harness marks as an error (`is_error`) counts in `error_results`: what a
+    session's failures cost beyond their text (a failure hook's output, the error framing) is
+    learned per session from a prior of 0, so before any report both results cost the same."""
+    from inspector.tokens.calibration import PRIORS, Coefficients
+    from inspector.tokens.calibration.features import _parts
+    from inspector.tokens.heuristic import heuristic_tokens
+
+    def result(error: bool) -> Message:
+        block = ToolResultBlock(call_id="t", tool_name="Bash", content="exit code 1: no such file", is_error=error)
+        return Message(id="r", role=Role.USER, blocks=(block, block))
+
+    failed = _parts(result(True), heuristic_tokens, None, True).x
+    ok = _parts(result(False), heuristic_tokens, None, True).x
+    assert failed["error_results"] == 2.0
+    assert "error_results" not in ok
+    assert {k: v for k, v in failed.items() if k != "error_results"} == ok
+    assert PRIORS["error_results"][0] == 0.0
+    fresh = Coefficients()
+    assert fresh.predict(failed) == fresh.predict(ok)

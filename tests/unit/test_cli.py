@@ -255,7 +255,7 @@ def test_findings_exit_codes_and_json(capsys: pytest.CaptureFixture[str]) -> Non
     found = json.loads(capsys.readouterr().out)
     reread = [f for f in found if f["kind"] == "reread"]
     assert [f["request"] for f in reread] == [74]
-    assert "tool output clear" in reread[0]["explanation"] and "378 tokens" in reread[0]["explanation"]
+    assert "tool output clear" in reread[0]["explanation"] and "379 tokens" in reread[0]["explanation"]
     assert any(f["kind"] == "pressure" and f["severity"] == "error" for f in found)
     # at the model's own window nothing is an error
     assert main(["findings", str(path)]) == 0

@@ -108,6 +108,23 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   `features.pieces` counts what the regex matches without running it (the same counts; a test
   holds them equal): the delta pass on the 10-copy benchmark file, CPU 0.174 s with the regex,
   0.121 s now, 0.076 s without the feature.
+- A prompt rewritten inside a tool loop (`requests.prefix_rewritten`: the cache read falls below
+  the request before's, within the cache's life, with no user turn): the reasoning before the
+  loop's last response comes off there, as at a new turn, once the request's report is read (it
+  never sizes the request itself). lroystack-24133cc4 request 33 reads 30,968 tokens where 32 read
+  114,744 and is 2,881 over; at the next user turn (36) the read is exactly what 33 wrote, so
+  nothing before it came off then. Taking 33's reasoning off again at 36 predicted it 2,397 short
+  and taught a strip share of 0.61, so every later boundary was over-predicted (64 by 1,170);
+  now 36 is 128 short, the share stays 0.96-0.98, the file's p95 0.533% -> 0.450% (summary
+  0.534% -> 0.504%). The corpus's other such falls come with a user turn, but kesslerio request 8
+  (opus: keeps its reasoning, nothing to strip).
+- Failed tool calls (`error_results`: results marked `is_error`, prior 0, sd 50, learned per
+  session): what a session's failures cost beyond their text (a failure hook's output, the error
+  framing). fasthooks 0.534% -> 0.519%, applabnl 0.305 -> 0.294, spotter 0.332 -> 0.323,
+  thomasjmcgovern 0.383 -> 0.378, lroystack 0.450 -> 0.457: summary 0.504% -> 0.496%, the same for
+  any sd from 25 to 150 (`benchmarks.calibration_priors` knob `error_sd`). Tried before the rule
+  above (summary 0.534% -> 0.548%), it cost lroystack 0.043 point through request 64 (three failed
+  Bash results the user interrupted, on a boundary the strip share had mis-sized).
 - ExitPlanMode with a `planFilePath` (Claude Code 2.1): its plan argument is not billed
   (`billed_call`, pooknast-da0d9633 request 19). Claude Code 2.0 writes the plan as the model's
   own argument and it is billed (thomasjmcgovern-fb36f7a7, 8 calls).
@@ -160,9 +177,9 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
   mode) and 64 (a Bash script overwrote a CONTEXT.md the session had written: 1,623 under, no
   line of the file says what the harness sent about it); kesslerio request 49 (a user turn after
   the cache lapsed, cache read 0: 1,122 under); lroystack request 33 (the cache read fell back to
-  the system prompt with no user turn: 2,881 over) and 36 (a turn boundary after 1,833 characters
-  of reasoning: 2,397 under); the first requests of a session (2-8) are not biased either way
-  (mean error -104 to +41 tokens over the 12 files). Pricing letter runs apart from other pieces
+  the system prompt with no user turn: 2,881 over; see the rewritten prompt above); the first
+  requests of a session (2-8) are not biased either way (mean error -104 to +41 tokens over the 12
+  files). Pricing letter runs apart from other pieces
   (1.14 and 1.30 tokens): within-tool spread 2.6% against 2.1%, not kept; pieces of a response's
   large tool calls (Write, Edit: their output is mostly final): summary 0.534% -> 0.535%.
 - Checked on the four files just above the target (lroystack, fasthooks, chiphuyen, conneroisu),
@@ -177,11 +194,8 @@ measured requests; `python -m benchmarks.calibration_table` prints the per-file 
     680 over). Digits one piece each (Claude's tokenizer may split numbers finer): 2.1% / 8.4%.
   - Pieces of user text too (harness text, prompts, summaries), on the results' coefficient or
     their own (prior 0.3, sd 0.2): no file's p95 moves by more than 0.007 point, summary unchanged.
-  - A feature per error result (`is_error`; fasthooks' Bash results learned ~130 extra tokens
-    from two failed commands, requests 8 and 11, then over-predicted a successful one, request 12,
-    by 114): prior sd 50 or 150, fasthooks 0.534% -> 0.519%, applabnl 0.305% -> 0.294%, but
-    lroystack 0.533% -> 0.576% (summary 0.548%). Over the corpus the requests that add an error
-    result are not missed one way (median error per error result -13 to +98 tokens by file).
+  - A feature per error result (`is_error`): then lroystack 0.533% -> 0.576% (summary 0.548%);
+    kept once the rewritten-prompt rule was in (above).
   - Pieces only for results of N characters or more: N = 300, summary 0.525% (lroystack and
     fasthooks 0.525%, patternstack +0.006); 1,000: fasthooks 0.601%; 3,000: conneroisu 0.840%. A
     size picked off this table would be a constant tuned to it.

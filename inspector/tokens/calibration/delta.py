@@ -20,6 +20,7 @@ from .requests import (
     _outputs,
     model_switched,
     prefix_changed,
+    prefix_rewritten,
 )
 from .weights import apportion
 
@@ -347,11 +348,13 @@ class _DeltaRun:
                     self._put(m.id, round(pm.cost), k)
             cur = self.cur
             human_at = -1
+            response_at = -1  # in a tool loop: where its last response starts
             if added:
                 total = self.total
                 # reasoning of earlier turns: a new user turn may strip it
                 turns = not new_segment
                 human: str | None = None  # the last message added that starts a turn
+                response: str | None = None  # the last response added
                 for m in added:
                     mid = m.id
                     p = parts.get(mid)
@@ -359,6 +362,8 @@ class _DeltaRun:
                         p = cal.parts(m)
                     if turns and p.human:
                         human = mid
+                    elif p.response:
+                        response = mid
                     if mid in cur:
                         continue  # preserved across a compaction: keeps its weight
                     pm = pending[mid] = predict(m)
@@ -376,6 +381,8 @@ class _DeltaRun:
                     self._remind(added[-1], pending)
                 if human is not None:
                     human_at = pos[human]
+                elif turns and response is not None:
+                    response_at = pos[response]
             if human_at > 0 and self.think:
                 strip_ids = [
                     mid for mid, t in self.think.items() if t > 0 and stripped_to <= pos[mid] < human_at
@@ -400,6 +407,19 @@ class _DeltaRun:
                 step.context = ov + self.total
                 continue
             context = usage.context
+            if (
+                response_at > 0
+                and self.think
+                and self.strip_share() > 0
+                and prefix_rewritten(tr.requests[k - 2], req)
+            ):
+                # the provider rewrote the prompt inside a tool loop: the reasoning before the
+                # loop's last response came off as at a new turn (`prefix_rewritten`)
+                human_at = response_at
+                strip_ids = [
+                    mid for mid, t in self.think.items() if t > 0 and stripped_to <= pos[mid] < human_at
+                ]
+                strippable = sum([self.think[mid] for mid in strip_ids]) if strip_ids else 0
             if strippable > 0:
                 # what came off, as far as this report tells (what was added is a prediction)
                 self.strip_seen += min(max(keep_total - context, 0.0), strippable)

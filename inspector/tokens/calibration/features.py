@@ -378,6 +378,8 @@ def _parts(
                         x["tool_result_pieces"] = get("tool_result_pieces", 0.0) + dev
             x[tool_names[1]] = get(tool_names[1], 0.0) + 1
             x["results"] = get("results", 0.0) + 1
+            if b.is_error:
+                x["error_results"] = get("error_results", 0.0) + 1
             if b.media:
                 x["media"] = get("media", 0.0) + b.media
             continue

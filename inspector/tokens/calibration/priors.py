@@ -46,6 +46,7 @@ PRIORS: dict[str, tuple[float, float]] = {
     "tool_result_pieces": (0.3, 0.2),  # see PIECE_TOKENS
     "tool_call_chars": (0.0, 0.02),
     "tool_call_lines": (0.0, 0.75),
+    "error_results": (0.0, 50.0),
     "bg_shell": (0.0, 50.0),  # per running background shell, beyond its reminder's text
 }
 """Before any report: ratios of 1 to the base estimate, a few tokens of framing, images ~800."""

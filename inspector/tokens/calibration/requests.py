@@ -45,6 +45,24 @@ def prefix_changed(before: Request, req: Request) -> bool:
     return t is not None and t0 is not None and 0 <= t - t0 < CACHE_LIFE_S
 
 
+def prefix_rewritten(before: Request, req: Request) -> bool:
+    """`req` read less from the cache than the request before did, though something, within the
+    cache's life: a part of the prompt the request before had sent was sent changed. Between two
+    requests of one tool loop nothing the transcript holds changes, so what did is reasoning the
+    provider dropped as if a new turn had begun (lroystack-24133cc4 request 33: the read falls from
+    114,744 to 30,968 tokens with no user turn, the report is 2,881 below the prediction, and at
+    the next user turn, request 36, the read is again exactly what request 33 wrote: nothing before
+    it came off then). Read after the request's report: it never sizes the request itself. Not on
+    a request on another model than the one before (its cache is another)."""
+    u, b = req.usage, before.usage
+    if u is None or b is None or not u.cache_read or u.cache_read >= b.cache_read:
+        return False
+    if model_switched(before, req):
+        return False
+    t, t0 = _seconds(req.timestamp), _seconds(before.timestamp)
+    return t is not None and t0 is not None and 0 <= t - t0 < CACHE_LIFE_S
+
+
 def _outputs(transcript: Transcript) -> dict[str, int]:
     return {
         rid: usage.output
