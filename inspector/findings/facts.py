@@ -17,6 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from inspector.model import Message, Request, Role, ToolCallBlock, ToolResultBlock, Transcript
 from inspector.replay import Replay
 from inspector.shaping import Action, LayerResult, ShapeResult, unpaired
@@ -154,14 +156,31 @@ def _command(args: dict[str, Any]) -> str | None:
     return None
 
 
+_sorted_json = msgspec.json.Encoder(order="sorted").encode
+"""Compact JSON, the keys of every dict sorted, in C: a twelfth of `json.dumps`' time."""
+
+
 def canonical_args(call: ToolCallBlock) -> str:
-    """A call's arguments as canonical JSON (keys sorted), so equal calls compare equal."""
+    """A call's arguments as canonical JSON (keys sorted), so equal calls compare equal.
+
+    A key only (the checks compare them, never show them): msgspec's compact text where it writes
+    one that only equal arguments share, else `json.dumps`' spaced one (a text both could have
+    written is valid JSON, so the two arguments read back from it alike). Not msgspec's where it
+    holds a null (it writes NaN as null too) or where it refuses (a lone surrogate)."""
     args: dict[str, Any] | str = call.arguments
     if isinstance(args, str):
         parsed = call_arguments(args)
         if not parsed and args.strip() not in ("", "{}"):
             return args.strip()
         args = parsed
+    if type(args) is dict:
+        try:
+            fast = _sorted_json(args)
+        except (TypeError, ValueError):  # (UnicodeEncodeError is a ValueError)
+            pass
+        else:
+            if b"null" not in fast:
+                return fast.decode()
     return json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
 
 
