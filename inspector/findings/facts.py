@@ -39,8 +39,7 @@ CHANGES = frozenset(a for a in Action if a.changed)
 """Decisions that take a message out of the view (a summary's own decision aside)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(msgspec.Struct, frozen=True):
     """One tool call of the transcript, with where it sits and what answered it."""
 
     order: int
@@ -57,8 +56,7 @@ class Call:
     result_position: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ReadAgain:
+class ReadAgain(msgspec.Struct, frozen=True):
     """A call that reads what an earlier call read (same file, same command, or same call)."""
 
     earlier: Call
@@ -67,8 +65,7 @@ class ReadAgain:
     """What was read, for sentences: a path, a quoted command, or a tool and its target."""
 
 
-@dataclass(frozen=True, slots=True)
-class Change:
+class Change(msgspec.Struct, frozen=True):
     """What the pipeline had done to a message in the view sent at a request, and since when."""
 
     layer: str
@@ -78,8 +75,7 @@ class Change:
     """The first request of the unbroken run of requests where this layer did this to it."""
 
 
-@dataclass(frozen=True, slots=True)
-class Cut:
+class Cut(msgspec.Struct, frozen=True):
     """A simulated compaction: a layer removed or folded messages the request before had kept."""
 
     request: int
@@ -91,8 +87,7 @@ class Cut:
     """New summaries written (each one a summarizer call in a real harness)."""
 
 
-@dataclass(frozen=True, slots=True)
-class CompactorMiss:
+class CompactorMiss(msgspec.Struct, frozen=True):
     """A request where the policy's compaction layer ran above the trigger and stayed above it."""
 
     request: int
@@ -102,8 +97,7 @@ class CompactorMiss:
     after: int
 
 
-@dataclass(frozen=True, slots=True)
-class ViewOrphans:
+class ViewOrphans(msgspec.Struct, frozen=True):
     """Calls without results and results without calls that shaping created in a sent view."""
 
     request: int
@@ -128,8 +122,7 @@ class Shaped:
     """How many requests were shaped (each once)."""
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerOrphan:
+class LedgerOrphan(msgspec.Struct, frozen=True):
     """A call still open, or a result with no call, in the ledger a request was made with."""
 
     request: int
