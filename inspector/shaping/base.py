@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, Protocol, TypeVar
 
+from msgspec import Struct
+
 from inspector.model import Message
 
 from .budget import Budget
@@ -29,8 +31,7 @@ class Action(StrEnum):
         return self not in (Action.KEPT_PINNED, Action.KEPT_RECENT)
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(Struct, frozen=True):
     """A record of what one layer did to one message, and why, with the numbers.
 
     `tokens_after` is 0 for a message that left the view (removed, or folded into a summary).
@@ -44,8 +45,7 @@ class Decision:
     tokens_after: int
 
 
-@dataclass(frozen=True, slots=True)
-class LayerResult:
+class LayerResult(Struct, frozen=True):
     """One layer's output: its view, the estimates before and after, whether it fired and why.
 
     `fired` is True when the output differs from the input; `reason` says why it did or did not

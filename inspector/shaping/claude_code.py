@@ -17,7 +17,6 @@ version had) are in the table of rules by version (`inspector/harness_rules.py`)
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -275,11 +274,11 @@ class Microcompact(ToolOutputClear):
         result = super().apply(src, budget, sizer, forced=True, explain=explain)
         old = pressure(before, budget, True)
         new = f"idle {gap:,.0f} min since the last assistant message > {limit:g}-min cache lifetime"
-        return dataclasses.replace(
+        return replace(
             result,
             reason=result.reason.replace(old, new, 1),
             decisions=tuple(
-                dataclasses.replace(d, reason=d.reason.replace(old, new, 1)) for d in result.decisions
+                replace(d, reason=d.reason.replace(old, new, 1)) for d in result.decisions
             ),
             forced=False,
         )
@@ -310,11 +309,11 @@ class Microcompact(ToolOutputClear):
             return result
         old = pressure(before, budget, True)
         new = f"estimate {before:,} at or over the warning line {line:,}"
-        return dataclasses.replace(
+        return replace(
             result,
             reason=result.reason.replace(old, new, 1),
             decisions=tuple(
-                dataclasses.replace(d, reason=d.reason.replace(old, new, 1)) for d in result.decisions
+                replace(d, reason=d.reason.replace(old, new, 1)) for d in result.decisions
             ),
             forced=False,
         )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from inspector.model import Message, Source
 
@@ -12,8 +14,7 @@ from .budget import Budget
 from .groups import pin_label
 
 
-@dataclass(frozen=True, slots=True)
-class ShapeResult:
+class ShapeResult(Struct, frozen=True):
     """One request shaped: the input, every layer's result, and what is sent.
 
     `input` is the ledger as given (never changed); `final` the last layer's view; `sent_tokens`

@@ -104,6 +104,9 @@ def compact_json_of(args: dict[str, Any]) -> CompactJson | None:
 MESSAGE_OVERHEAD = 64
 """Tokens a message costs beyond its text (role, framing), in the heuristic estimator."""
 
+dumps_sorted = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+"""`json.dumps(value, sort_keys=True, ensure_ascii=False)`, without building an encoder per call."""
+
 
 def serialize(message: Message) -> str:
     """A deterministic text rendering of what the model is sent for `message`."""
@@ -115,7 +118,7 @@ def serialize(message: Message) -> str:
             args = (
                 block.arguments
                 if isinstance(block.arguments, str)
-                else json.dumps(block.arguments, sort_keys=True, ensure_ascii=False)
+                else dumps_sorted(block.arguments)
             )
             parts.append(f"{block.name} {args}")
         elif isinstance(block, ToolResultBlock):

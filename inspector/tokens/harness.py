@@ -186,6 +186,8 @@ def _round4(n: int) -> int:
 
 _ENCODE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 """`json.dumps(value, separators=(",", ":"), ensure_ascii=False)`, without building an encoder per call."""
+_ENCODE_SPACED = json.JSONEncoder(ensure_ascii=False).encode
+"""`json.dumps(value, ensure_ascii=False)`, the same way."""
 
 
 def _call_json(block: ToolCallBlock) -> str:
@@ -335,7 +337,7 @@ def _chat_messages(message: Message) -> list[dict[str, Any]]:
                     "name": c.name,
                     "arguments": c.arguments
                     if isinstance(c.arguments, str)
-                    else json.dumps(c.arguments, ensure_ascii=False),
+                    else _ENCODE_SPACED(c.arguments),
                 },
             }
             for c in calls

@@ -4,7 +4,6 @@ what a fresh layer gives on that request alone, and its work grows with what eac
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 import pytest
@@ -200,7 +199,7 @@ def test_tool_budget_request_after_request_is_its_cuts_of_each_request_alone() -
         explain = k % 3 == 0
         got = carried.apply(view, budget, memo, explain=explain)
         alone = PerToolResultBudget().apply(view, budget, TokenMemo(EST), explain=explain)
-        same(got, alone if explain else dataclasses.replace(alone, decisions=()))
+        same(got, alone if explain else structs.replace(alone, decisions=()))
         assert got.tokens_after == sum(map(EST.message, got.view))
         fired += got.fired
     assert fired > len(views) // 2

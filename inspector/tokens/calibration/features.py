@@ -3,7 +3,6 @@ and the pseudo-messages calibration adds (the pinned overhead, a cleared result'
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Sequence
 
@@ -21,7 +20,7 @@ from inspector.model import (
     ToolResultBlock,
 )
 
-from ..base import compact_json
+from ..base import compact_json, dumps_sorted
 from ..heuristic import ASCII_CHARS_PER_TOKEN, HeuristicEstimator, heuristic_tokens
 from .priors import PIECE_TOKENS
 
@@ -44,10 +43,6 @@ Features = dict[str, float]
 """A sparse feature vector: feature name -> value."""
 
 
-_dumps = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
-"""`json.dumps(value, sort_keys=True, ensure_ascii=False)`, without building an encoder per call."""
-
-
 def billed_call(block: ToolCallBlock) -> ToolCallBlock:
     """The call as it is billed: an ExitPlanMode call whose arguments hold a `planFilePath` (Claude
     Code 2.1: the model writes the plan to a file and calls with none) carries the plan in the
@@ -62,7 +57,7 @@ def billed_call(block: ToolCallBlock) -> ToolCallBlock:
 
 def block_text(block: ToolCallBlock) -> str:
     args = block.arguments
-    return f"{block.name} {args if isinstance(args, str) else _dumps(args)}"
+    return f"{block.name} {args if isinstance(args, str) else dumps_sorted(args)}"
 
 
 def _ascii_call(block: ToolCallBlock) -> tuple[int, int] | None:
