@@ -409,6 +409,7 @@ class _DeltaRun:
             context = usage.context
             if (
                 response_at > 0
+                and k >= 2
                 and self.think
                 and self.strip_share() > 0
                 and prefix_rewritten(tr.requests[k - 2], req)
