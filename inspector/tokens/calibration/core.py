@@ -523,30 +523,15 @@ class Calibration:
         pos = self._segment_positions(req.segment)
         assert pos is not None
         total = prev
-        # `_read_weight` of k and k - 1, whose weights are read one by one (checked above) from
-        # `_versions`, filed: one lookup per message, not a call through `weight_of`'s checks
-        versions = self._versions
-        by_id = tr.messages_by_id()
-        local = self.local
+        # request k's and k - 1's weights are read one by one (checked above) and the pass has
+        # reached k (`ledger_total`): `_read_weight`, not `weight_of`'s checks again per message
+        read = self._read_weight
         held = before.ledger_len
         for mid in set(self._changes.get(k, ())):
-            if mid == OVERHEAD_ID:
-                ver = versions.get(mid)
-                if ver is not None:
-                    total += (ver.get(k) or 0) - (ver.get(k - 1) or 0)
-            elif pos.get(mid, held) < held:
-                ver = versions.get(mid)
-                now = ver.get(k) if ver is not None else None
-                was = ver.get(k - 1) if ver is not None else None
-                if now is None or was is None:
-                    w = local(by_id[mid])
-                    now = w if now is None else now
-                    was = w if was is None else was
-                total += now - was
+            if mid == OVERHEAD_ID or pos.get(mid, held) < held:
+                total += read(k, mid) - read(k - 1, mid)
         for mid in tr.segments[req.segment].message_ids[held : req.ledger_len]:
-            ver = versions.get(mid)
-            v = ver.get(k) if ver is not None else None
-            total += v if v is not None else local(by_id[mid])
+            total += read(k, mid)
         return total
 
     def _segment_positions(self, segment: int) -> dict[str, int] | None:
