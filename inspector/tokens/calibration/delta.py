@@ -384,10 +384,7 @@ class _DeltaRun:
                 elif turns and response is not None:
                     response_at = pos[response]
             if human_at > 0 and self.think:
-                strip_ids = [
-                    mid for mid, t in self.think.items() if t > 0 and stripped_to <= pos[mid] < human_at
-                ]
-                strippable = sum([self.think[mid] for mid in strip_ids]) if strip_ids else 0
+                strip_ids, strippable = self._strippable(pos, stripped_to, human_at)
             else:
                 strip_ids = []
                 strippable = 0
@@ -417,10 +414,7 @@ class _DeltaRun:
                 # the provider rewrote the prompt inside a tool loop: the reasoning before the
                 # loop's last response came off as at a new turn (`prefix_rewritten`)
                 human_at = response_at
-                strip_ids = [
-                    mid for mid, t in self.think.items() if t > 0 and stripped_to <= pos[mid] < human_at
-                ]
-                strippable = sum([self.think[mid] for mid in strip_ids]) if strip_ids else 0
+                strip_ids, strippable = self._strippable(pos, stripped_to, human_at)
             if strippable > 0:
                 # what came off, as far as this report tells (what was added is a prediction)
                 self.strip_seen += min(max(keep_total - context, 0.0), strippable)
@@ -524,6 +518,13 @@ class _DeltaRun:
             stripped_to=st.stripped_to,
         )
         return run
+
+    def _strippable(self, pos: dict[str, int], start: int, end: int) -> tuple[list[str], float]:
+        """The messages whose reasoning a turn starting at ledger position `end` may take off
+        (reasoning not stripped yet, from `start` on), and how much of it there is."""
+        think = self.think
+        ids = [mid for mid, t in think.items() if t > 0 and start <= pos[mid] < end]
+        return ids, (sum([think[mid] for mid in ids]) if ids else 0)
 
     def strip_share(self) -> float:
         """The share of earlier turns' reasoning a new user turn takes off the context, learned
