@@ -28,6 +28,12 @@ def _seconds(stamp: str | None) -> float | None:
         return None
 
 
+def _within_cache_life(before: Request, req: Request) -> bool:
+    """`req` was made within the cache's life (`CACHE_LIFE_S`) of the request before."""
+    t, t0 = _seconds(req.timestamp), _seconds(before.timestamp)
+    return t is not None and t0 is not None and 0 <= t - t0 < CACHE_LIFE_S
+
+
 def model_switched(before: Request, req: Request) -> bool:
     """`req` ran on another model than the request before (a Skill or a Task on another model)."""
     return req.model is not None and before.model is not None and req.model != before.model
@@ -41,8 +47,7 @@ def prefix_changed(before: Request, req: Request) -> bool:
     u, b = req.usage, before.usage
     if u is None or b is None or u.cache_read or not b.cache_read:
         return False
-    t, t0 = _seconds(req.timestamp), _seconds(before.timestamp)
-    return t is not None and t0 is not None and 0 <= t - t0 < CACHE_LIFE_S
+    return _within_cache_life(before, req)
 
 
 def prefix_rewritten(before: Request, req: Request) -> bool:
@@ -59,8 +64,7 @@ def prefix_rewritten(before: Request, req: Request) -> bool:
         return False
     if model_switched(before, req):
         return False
-    t, t0 = _seconds(req.timestamp), _seconds(before.timestamp)
-    return t is not None and t0 is not None and 0 <= t - t0 < CACHE_LIFE_S
+    return _within_cache_life(before, req)
 
 
 def _outputs(transcript: Transcript) -> dict[str, int]:
