@@ -15,6 +15,8 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from rich.console import Console
 
 from inspector.formats import load
@@ -212,3 +214,40 @@ def test_explain_shows_message_ids_literally(tmp_path: Path, capsys: pytest.Capt
     assert main(["explain", str(path), "zz"]) == 0
     out = capsys.readouterr().out
     assert "never sent" in out and "\x1b" not in out and "\x07" not in out
+
+
+_EDGES = "".join(
+    chr(c)
+    for lo, hi in (
+        (0x7E, 0xA1),
+        (0xB6, 0xB8),
+        (0x61B, 0x61D),
+        (0x2009, 0x2030),
+        (0x205F, 0x206A),
+        (0x2212, 0x2213),
+        (0xFEFE, 0xFF00),
+        (0xD7FF, 0xD801),
+        (0xDFFF, 0xE001),
+        (0xE0000, 0xE0001),
+        (0xE007E, 0xE0081),
+        (0x1F600, 0x1F601),
+    )
+    for c in range(lo, hi + 1)
+)
+"""Characters on both sides of every range `json_safe` escapes, and a few it keeps."""
+
+
+@given(st.text(alphabet=st.sampled_from("ab \n" + _EDGES), max_size=60))
+def test_json_safe_finds_every_unsafe_character_its_regex_finds(text: str) -> None:
+    from inspector.model.sanitize import _JSON_UNSAFE, _json_escape, _may_be_unsafe
+
+    assert _may_be_unsafe(text.encode("utf-8", "surrogatepass")) == (_JSON_UNSAFE.search(text) is not None)
+    assert json_safe(text) == _JSON_UNSAFE.sub(_json_escape, text)
+
+
+def test_json_safe_looks_at_each_candidate_byte() -> None:
+    # many candidates before the one unsafe character, and past the count looked at one by one
+    for n in (3, 5000):
+        text = "–·" * n + "x\u202ey"
+        assert json_safe(text).endswith("x\\u202ey")
+        assert json_safe("–·" * n) == "–·" * n
