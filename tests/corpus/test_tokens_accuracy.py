@@ -11,11 +11,11 @@ from msgspec.structs import replace
 
 from inspector.formats import load
 from inspector.model import EventKind, RecordedEvent
-from inspector.tokens import accuracy
 from inspector.tokens.accuracy import (
     BASELINES,
     AccuracyReport,
     CorpusRow,
+    accuracy,
     corpus_summary,
     file_row,
     percentile,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from inspector.model import Message, Request, Role, Segment, TextBlock, Transcript, Usage
-from inspector.tokens import accuracy
+from inspector.tokens.accuracy import accuracy
 from inspector.tokens.base import serialize
 from inspector.tokens.tiktoken_estimator import TiktokenEstimator
 
