@@ -54,9 +54,10 @@ What they show:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Literal
+
+from msgspec import Struct
 
 from inspector.harnesses import HARNESSES, HarnessId
 from inspector.model.windows import model_spec
@@ -114,8 +115,7 @@ OPENCODE_OUTPUT_TOKEN_MAX = 32_000
 32,000) || 32,000` (opencode-codex §A2)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Microcompact:
+class Microcompact(Struct, frozen=True):
     """How a harness clears old tool results without a model call, in one version range.
 
     `mode`: "none" (no such layer), "legacy" (clear once the compactable results hold more than
@@ -132,8 +132,7 @@ class Microcompact:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
+class Rule(Struct, frozen=True):
     """One harness's auto-compaction rule over one version range (`first` to `last`, inclusive).
 
     The trigger: `fixed` (model prefix -> limit) where the model matches; else, when `auto`,
@@ -415,8 +414,7 @@ def _floor(x: Fraction) -> int:
     return int(x.numerator // x.denominator)
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvedRule:
+class ResolvedRule(Struct, frozen=True):
     """A rule worked out for one window, model and version: the lines and how each was reached."""
 
     rule: Rule
@@ -433,7 +431,7 @@ class ResolvedRule:
     auto: bool
     formula: str
     """The trigger with its figures: "window 200,000 − output 32,000 − buffer 13,000"."""
-    notes: tuple[str, ...] = field(default=())
+    notes: tuple[str, ...] = ()
 
     @property
     def harness_name(self) -> str:

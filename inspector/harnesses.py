@@ -24,15 +24,15 @@ Adding a harness: its reader module (`inspector/formats/NAME.py`) and an entry h
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from typing import Any, Literal, get_args
+
+from msgspec import Struct
 
 HarnessId = Literal["claude-code", "codex", "opencode", "opencollab", "chat"]
 """The one id type of a harness."""
 
 
-@dataclass(frozen=True, slots=True)
-class Harness:
+class Harness(Struct, frozen=True):
     """One harness: who it is and where its pieces live."""
 
     id: HarnessId

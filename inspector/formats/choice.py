@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from msgspec import Struct
 
 from .base import LoaderError, short
 
@@ -36,8 +36,7 @@ _META_ID = re.compile(rb'"type":\s*"session_meta"\s*,\s*"payload":\s*\{\s*"id":\
 _UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
 
 
-@dataclass(frozen=True, slots=True)
-class Choice:
+class Choice(Struct, frozen=True):
     """What to read for a path and a `--session` (or none)."""
 
     path: Path
@@ -52,8 +51,7 @@ class Choice:
     """Named by `--session` (else the newest was taken)."""
 
 
-@dataclass(frozen=True, slots=True)
-class FolderSession:
+class FolderSession(Struct, frozen=True):
     """A session file of a folder of Codex or Claude Code sessions."""
 
     id: str

@@ -24,13 +24,13 @@ import json
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from msgspec import Struct
+from msgspec.structs import force_setattr
 
 from inspector.settings import cache_folder
 
@@ -86,17 +86,17 @@ def _rounded(m: Money) -> Money:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Tiered:
+class Tiered(Struct, frozen=True):
     """A price per million tokens, and the higher prices from a request input size on."""
 
     base: Decimal
     tiers: tuple[tuple[int, Decimal], ...] = ()
-    per_token: tuple[tuple[int, int, int], ...] = field(init=False, repr=False, compare=False)
+    per_token: tuple[tuple[int, int, int], ...] = ()
     """(start, numerator, denominator) of the price of one token from each tier's start on, the
     highest first, then the base's (start -1): exact fractions, so that `dollars` divides
     integers, as `float(price * n / PER)` would give (both are the exact quotient, correctly
-    rounded to a float) in a tenth of the time."""
+    rounded to a float) in a tenth of the time. Derived from `base` and `tiers` when made (any
+    value given is replaced)."""
 
     def __post_init__(self) -> None:
         starts = [(start, price) for start, price in reversed(self.tiers)] + [(-1, self.base)]
@@ -104,7 +104,7 @@ class Tiered:
         for start, price in starts:
             num, den = price.as_integer_ratio()
             ratios.append((start, num, den * PER))
-        object.__setattr__(self, "per_token", tuple(ratios))
+        force_setattr(self, "per_token", tuple(ratios))
 
     def at(self, whole_input: int) -> Decimal:
         """The price for a request whose whole input is `whole_input` tokens (the library's rule:
@@ -131,8 +131,7 @@ class Tiered:
         return cls(Decimal(raw[0]), tuple((int(s), Decimal(p)) for s, p in raw[1]))
 
 
-@dataclass(frozen=True, slots=True)
-class Prices:
+class Prices(Struct, frozen=True):
     """One model's prices on one day."""
 
     model: str

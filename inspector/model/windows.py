@@ -8,14 +8,13 @@ reserve of a rule); `--model` and the replay's window read `model_window`. Sourc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 CLAUDE_WINDOW = 200_000
 CLAUDE_LONG_WINDOW = 1_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class ModelSpec:
+class ModelSpec(Struct, frozen=True):
     """One model family and generation: its window and its maximum output.
 
     `prefix`: the start of a lower-cased model id (after any `provider/`); the first entry whose

@@ -16,8 +16,9 @@ import os
 import re
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from functools import partial
+
+from msgspec import Struct
 
 from inspector.model import EventKind, Message, RecordedEvent, Request, Segment, Transcript
 from inspector.replay.distance import Gap, distance_text, distances
@@ -48,15 +49,14 @@ class ReplayError(ValueError):
     """A request or message the user named does not exist."""
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(Struct, frozen=True):
     """One request, replayed: the ledger it was made with, its weights, and the pipeline's result."""
 
     index: int
     request: Request
     ledger: tuple[Message, ...]
     """The overhead pseudo-message (system prompt and tool schemas) followed by the ledger."""
-    calibration: Calibration = field(repr=False, compare=False)
+    calibration: Calibration
     result: ShapeResult
     budget: Budget
     context: int
@@ -65,7 +65,7 @@ class Step:
     predicted: int | None
     """What the weights before this request predicted its input to be."""
 
-    raw: dict[str, int] | None = field(default=None, repr=False, compare=False)
+    raw: dict[str, int] | None = None
     """Weights that stand in for the calibrated ones of messages the harness cleared in what it
     sent, not in its ledger (`Replay._as_sent`): what they weighed when last sent whole."""
 

@@ -11,14 +11,14 @@ those tokens are (of the trigger where the window is unknown). The app's header 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 LINE_ORDER = ("trigger", "blocking", "window")
 """The lines a distance is told to, in the order they are said."""
 
 
-@dataclass(frozen=True, slots=True)
-class Gap:
+class Gap(Struct, frozen=True):
     """The distance from one context size to one line."""
 
     line: str

@@ -33,8 +33,6 @@ but not counted; every other disagreement counts as a miss.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from msgspec import Struct
 
 from inspector.model import EventKind, Message, RecordedEvent, Transcript
@@ -109,8 +107,7 @@ class Fidelity(Struct, frozen=True, kw_only=True):
     rule: str | None = None
 
 
-@dataclass(slots=True)
-class _Sim:
+class _Sim(Struct):
     """A simulated compaction: the decision after request `after`, on `segment`'s ledger."""
 
     after: int

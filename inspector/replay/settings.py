@@ -9,8 +9,10 @@ a `WindowSource`, which the report writes as its value (`"--window"`, `"transcri
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from enum import StrEnum
+
+from msgspec import Struct
+from msgspec.structs import replace
 
 from inspector.model import Transcript
 from inspector.model.windows import model_window
@@ -85,8 +87,7 @@ def resolve_window(
     return found, WindowSource.MODEL if model is None else WindowSource.MODEL_GIVEN
 
 
-@dataclass(frozen=True, slots=True)
-class RunSettings:
+class RunSettings(Struct, frozen=True):
     """The settings of one run, as the user gave them (nothing resolved against a transcript)."""
 
     policy: str | Policy | None = None

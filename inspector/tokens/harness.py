@@ -56,11 +56,11 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any, Protocol
 
 import orjson
+from msgspec import Struct
 
 from inspector.harness_rules import FORMAT_HARNESS, recorded_version, rule_for
 from inspector.harnesses import HARNESSES, HarnessId, harness_id
@@ -85,8 +85,7 @@ STALE_MIN_SAMPLES = 3
 CACHE_SIZE = 8
 
 
-@dataclass(frozen=True, slots=True)
-class EstimatorSpec:
+class EstimatorSpec(Struct, frozen=True):
     """A harness estimator: its name, what it does, and how its trigger compares.
 
     `at_or_above`: the harness compacts when its figure reaches the line (Claude Code
@@ -396,8 +395,7 @@ def _rough(name: str) -> _RoughFn:
 # -- the estimates ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class HarnessEstimate:
+class HarnessEstimate(Struct, frozen=True):
     """What a harness believed it was about to send at one request, and the parts of that figure.
 
     `tokens`: the estimate for the ledger sent at this request. `basis`: "report" (built on the

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
@@ -246,7 +245,7 @@ def harness_pass(
             return got.rows, tuple([HarnessEstimate(*e) for e in got.ends])
     rows, ends = run()
     if held is not None:
-        kept = _Harness(rows=rows, ends=[astuple(e) for e in ends])
+        kept = _Harness(rows=rows, ends=[msgspec.structs.astuple(e) for e in ends])
         with _LOCK:
             held.harness[name] = kept
             held.changed = True

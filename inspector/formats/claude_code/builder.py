@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
+from msgspec import Struct
 from msgspec.structs import replace
 
 from inspector.model import (
@@ -47,8 +47,7 @@ from .records import (
 from .tree import _Tree
 
 
-@dataclass
-class _Built:
+class _Built(Struct):
     """A build kept for the next one: when the file only grew along the active branch (the
     common case while an agent is writing), the next transcript extends this one by what is new
     instead of being built again from every line."""

@@ -4,9 +4,8 @@ each response's usage, model and stop reason, and the requests made of them."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
 
-from msgspec import Struct
+from msgspec import Struct, field
 from msgspec.structs import replace
 
 from inspector.model import (
@@ -24,8 +23,7 @@ from ..claude_code_sources import Classifier
 from .records import CONVERSATION_TYPES, _Node
 
 
-@dataclass
-class _Memo:
+class _Memo(Struct):
     """Built messages and requests, keyed by uuid, so building again after an append only makes
     what is new (a followed session rebuilds its transcript at every update)."""
 
@@ -86,8 +84,7 @@ def _request(f: _RequestFields) -> Request:
     )
 
 
-@dataclass
-class _Acc:
+class _Acc(Struct):
     """What reading the ledger's lines in file order accumulates: tool names by call, each
     response's usage, model and stop reason, and the groups that become messages."""
 

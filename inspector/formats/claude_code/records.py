@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from msgspec import Struct
+from msgspec import Struct, field
 
 from inspector.model import (
     Block,
@@ -87,8 +86,7 @@ class _Node(Struct):
     stop: str | None = None
 
 
-@dataclass
-class _State:
+class _State(Struct):
     nodes: dict[str, _Node] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)

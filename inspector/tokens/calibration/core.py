@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
+
+from msgspec import Struct
 
 from inspector.model import Message, Request, Segment, Transcript
 from inspector.model.bulk import paused_gc
@@ -27,8 +28,7 @@ CHANGED_CACHE = 65_536
 """How many changed messages (truncated, cleared copies) a calibration remembers the features of."""
 
 
-@dataclass(slots=True)
-class _Step:
+class _Step(Struct):
     """What calibration knows about one request."""
 
     predicted: int | None = None

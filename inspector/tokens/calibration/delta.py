@@ -3,9 +3,9 @@ put; the difference between consecutive reports goes to the messages added in be
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from msgspec import Struct, field
 from msgspec.structs import replace
 
 from inspector.model import Message, RecordedEvent, Role, ToolResultBlock, Transcript
@@ -60,8 +60,7 @@ class _Pending:
         return _Pending(self.message, self.cost, self.known, self.x, self.think)
 
 
-@dataclass(slots=True)
-class _RunState:
+class _RunState(Struct):
     """Where the delta pass stands between two requests (so a longer transcript can go on)."""
 
     mi: int = 0
