@@ -256,7 +256,7 @@ def _parser() -> argparse.ArgumentParser:
     x.add_argument(
         "--redact", action="store_true", help="replace API keys, tokens, private keys, URL passwords"
     )
-    x.add_argument("-o", "--output", default=None, help="file to write (default: standard output)")
+    x.add_argument("-o", "--output", default=None, help="file to write (default, or -: standard output)")
     _add_shaping_options(x)
 
     s = _command(sub, "sessions", "list the sessions found on this machine, newest first")
@@ -709,6 +709,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
     from inspector.report.export import ExportError, export, output_clash
 
+    if args.output == "-":  # (the usual spelling of standard output, not a file named "-")
+        args.output = None
     transcript = _load(args.path, settings.session)
     clash = output_clash(args.output, args.path, transcript) if args.output is not None else None
     if clash is not None:

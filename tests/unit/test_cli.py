@@ -378,6 +378,16 @@ def test_export_command_writes_redacted_markdown(tmp_path: Path, capsys: pytest.
     assert capsys.readouterr().out.lstrip().lower().startswith("<!doctype html")
 
 
+def test_export_to_a_dash_writes_standard_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _two_line_session(tmp_path / "s.jsonl", "hello there", model="claude-x")
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", str(path), "--format", "md", "-o", "-"]) == 0
+    assert "hello there" in capsys.readouterr().out
+    assert not (tmp_path / "-").exists()
+
+
 def test_report_cache_cost_of_eager_clear(capsys: pytest.CaptureFixture[str]) -> None:
     scenarios = Path(__file__).resolve().parents[2] / "inspector" / "samples" / "scenarios"
     path = scenarios / "eager-clear-cache.jsonl"
