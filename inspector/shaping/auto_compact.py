@@ -6,10 +6,10 @@ import hashlib
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from msgspec import Struct
 
 from inspector.model import Message, Role, Source, SourceKind, TextBlock
 
@@ -78,8 +78,7 @@ def segment_key(messages: Sequence[Message], summarizer: str) -> str:
     return h.hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class Stretch:
+class Stretch(Struct, frozen=True):
     """A run of consecutive foldable groups: view[start:end]."""
 
     start: int

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, Protocol, TypeVar
 
@@ -394,8 +393,7 @@ def acted(
     )
 
 
-@dataclass(frozen=True)
-class Pressed:
+class Pressed(Struct, frozen=True):
     """A reactive layer's view once it is known to be over its trigger (or forced): what every
     such layer starts from."""
 

@@ -10,7 +10,8 @@ else stays where it is, so pairing and pins survive and a second run finds nothi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from inspector.model import Message, Role, Source, SourceKind, TextBlock
 
@@ -32,8 +33,7 @@ class SummaryFailed(RuntimeError):
     """Every summary attempt failed: the circuit breaker is open."""
 
 
-@dataclass(slots=True)
-class Summaries:
+class Summaries(Struct):
     """A summarizer with the LRU cache and the circuit breaker the compaction layers share.
 
     `summarize` tries up to `attempts` times (a model summarizer may fail and succeed on retry);

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TypeVar
 
 from msgspec import Struct
@@ -176,8 +175,7 @@ def _spans(view: tuple[Message, ...], i: int, groups: list[Group], pins: Pins = 
     return groups
 
 
-@dataclass(frozen=True, slots=True)
-class Unpaired:
+class Unpaired(Struct, frozen=True):
     """Tool call ids with no result in the view, and result call ids with no call. Falsy when none."""
 
     calls: tuple[str, ...] = ()

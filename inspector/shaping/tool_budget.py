@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from msgspec import Struct
 from msgspec.structs import replace
 
 from inspector.model import Message, ToolResultBlock
@@ -180,8 +180,7 @@ class PerToolResultBudget(CarryingLayer):
             heads = {j: max(0, h - max(16, h // 8)) for j, h in heads.items()}
 
 
-@dataclass(frozen=True, slots=True)
-class _Cut:
+class _Cut(Struct, frozen=True):
     """What the per-tool budget made of one view, with the sizer and parameters it used: (index,
     cut copy, chars dropped, longest result) per message it cut, what they saved, its output."""
 

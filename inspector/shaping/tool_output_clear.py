@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from operator import itemgetter
 
+from msgspec import Struct
 from msgspec.structs import replace
 
 from inspector.model import Message, ToolResultBlock
@@ -33,8 +33,7 @@ from .tools import DEFAULT_COMPACTABLE_TOOLS, canonical_set, is_compactable
 CLEARED_CONTENT = "[Old tool result content cleared]"
 
 
-@dataclass(frozen=True, slots=True)
-class ResultSlot:
+class ResultSlot(Struct, frozen=True):
     """Where one compactable tool result sits: message index, block index, its call's order."""
 
     order: int
