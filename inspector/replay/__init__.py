@@ -298,6 +298,21 @@ class Replay:
             self._steps.popitem(last=False)
         return step
 
+    def quiet(self, k: int) -> int | None:
+        """The estimate of request `k`'s ledger when the pipeline is known to leave it as it is
+        without shaping it (`Pipeline.quiet`): what `step(k)` would give, every layer unfired, its
+        view the ledger and its estimates that one. None where that is not known (then `step(k)`):
+        a layer could fire, the layers decide with the harness's own estimate, or some of the
+        ledger weighs as last sent (`_as_sent`). Not cached: for one pass over every request."""
+        self._check(k)
+        if self._own is not None or self._as_sent(k):
+            return None
+        ledger, base = self._ledger(self.transcript.request(k))
+        memo = TokenMemo(CalibratedEstimator(self.calibration, k, self.estimator))
+        total = self.calibration.ledger_total(k)
+        memo.seed_view(ledger, total, prefix_of=base)
+        return total if self.pipeline.quiet(ledger, self.budget, memo) else None
+
     def _ledger(self, request: Request) -> tuple[tuple[Message, ...], tuple[Message, ...] | None]:
         """The overhead pseudo-message followed by the request's ledger, and the tuple it is the
         start of: one slice of a tuple kept per segment (consecutive requests share it)."""
