@@ -467,7 +467,7 @@ def harness_text(message: Message) -> str | None:
     if role is Role.ASSISTANT:
         if message.model == "<synthetic>":
             return text
-        if not message.tool_calls and text.lower().startswith(("api error", "prompt is too long", "error:")):
+        if text.lower().startswith(("api error", "prompt is too long", "error:")) and not message.tool_calls:
             return text
         return None
     if role is Role.SYSTEM:

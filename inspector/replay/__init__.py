@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -90,6 +90,26 @@ class Step:
             if w is not None:
                 return w
         return self.calibration.weight_at(self.index, mid)
+
+
+class _Deferred:
+    """A sizer made when it is first asked for a size (`Replay.quiet`: the layers that can tell
+    they would do nothing mostly size nothing beyond the view whose estimate is known)."""
+
+    def __init__(self, make: Callable[[], CalibratedEstimator]) -> None:
+        self._make = make
+        self._made: CalibratedEstimator | None = None
+
+    def _sizer(self) -> CalibratedEstimator:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def text(self, text: str) -> int:
+        return self._sizer().text(text)
+
+    def message(self, message: Message) -> int:
+        return self._sizer().message(message)
 
 
 class Replay:
@@ -308,7 +328,7 @@ class Replay:
         if self._own is not None or self._as_sent(k):
             return None
         ledger, base = self._ledger(self.transcript.request(k))
-        memo = TokenMemo(CalibratedEstimator(self.calibration, k, self.estimator))
+        memo = TokenMemo(_Deferred(partial(CalibratedEstimator, self.calibration, k, self.estimator)))
         total = self.calibration.ledger_total(k)
         memo.seed_view(ledger, total, prefix_of=base)
         return total if self.pipeline.quiet(ledger, self.budget, memo) else None
