@@ -19,7 +19,7 @@ from msgspec.structs import replace
 from inspector import __version__
 from inspector.formats import LoaderError, Progress, load
 from inspector.model import Message, ToolCallBlock, Transcript
-from inspector.model.bulk import hold_for_good
+from inspector.model.bulk import hold_for_good, paused_gc
 from inspector.model.sanitize import json_text, visible
 from inspector.model.windows import model_window
 from inspector.replay import Replay, ReplayError
@@ -688,11 +688,15 @@ def _cmd_findings(args: argparse.Namespace) -> int:
     _check_options(settings)
     from inspector.findings import UnknownCheckError, exit_code, find_all, findings_json, findings_text
 
-    replay = _replay(_load(args.path, settings.session), settings)
-    try:
-        found = find_all(replay, args.check)
-    except UnknownCheckError as exc:
-        raise UserError(str(exc)) from None
+    transcript = _load(args.path, settings.session)
+    # the replay, its calibration and the checks' indexes are built and kept to the end:
+    # collections would only walk them again and again as they grow
+    with paused_gc():
+        replay = _replay(transcript, settings)
+        try:
+            found = find_all(replay, args.check)
+        except UnknownCheckError as exc:
+            raise UserError(str(exc)) from None
     if args.json:
         import json
 
@@ -715,8 +719,6 @@ def _cmd_export(args: argparse.Namespace) -> int:
     clash = output_clash(args.output, args.path, transcript) if args.output is not None else None
     if clash is not None:
         raise UserError(f"refusing to write the export: {clash}")
-    from inspector.model.bulk import paused_gc
-
     # the replay, its step, the findings and the document are built and little of it is freed
     # before the command ends: collections would only walk it again and again as it grows
     # (0.5 s of a 100,000-line chain's html export)

@@ -56,8 +56,8 @@ def find_all(
 ) -> list[Finding]:
     """Run the checks (all, or those named) over a replay; findings sorted by request.
 
-    Requests are shaped through `replay.step`, once each, and only if a selected check needs
-    the shaped views.
+    Requests are shaped through `replay.step`, at most once each (not those `replay.quiet`
+    knows no layer fires at), and only if a selected check needs the shaped views.
     """
     facts = Facts(replay, settings)
     found: list[Finding] = []

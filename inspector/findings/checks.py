@@ -457,18 +457,22 @@ def harness_text(message: Message) -> str | None:
     (Claude Code's failed calls, its `isApiErrorMessage` lines, are no messages: the reader makes
     them `EventKind.API_ERROR` events, whose text is `api_error_text`.)
     """
-    text = "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
-    if not text or len(text) > ERROR_TEXT_CAP or message.pinned:
+    role = message.role
+    # what pins and the role alone rule out first, so that those messages' text is never joined
+    if message.pinned or (role is not Role.ASSISTANT and role is not Role.SYSTEM and role is not Role.USER):
         return None
-    if message.role is Role.ASSISTANT:
+    text = "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
+    if not text or len(text) > ERROR_TEXT_CAP:
+        return None
+    if role is Role.ASSISTANT:
         if message.model == "<synthetic>":
             return text
-        if not message.tool_calls and text.lower().startswith(("api error", "prompt is too long", "error:")):
+        if text.lower().startswith(("api error", "prompt is too long", "error:")) and not message.tool_calls:
             return text
         return None
-    if message.role is Role.SYSTEM:
+    if role is Role.SYSTEM:
         return text
-    if message.role is Role.USER and (message.is_meta or "<local-command-std" in text):
+    if message.is_meta or "<local-command-std" in text:
         return text
     return None
 

@@ -3,10 +3,11 @@
 Checks never shape anything themselves. `Facts` indexes the transcript once (positions, the
 request that made each response, tool calls and their results, which request first sent each
 message, open calls and orphan results in each ledger) and, the first time a check asks for
-`facts.shaped`, walks the replay once, request by request, calling `Replay.step(k)` exactly once
-per request and keeping only the few numbers the checks need. So a 2,000-request session is
-shaped 2,000 times in all, whatever checks run, and checks that need no shaping (stop reasons,
-loops, pressure, recorded overflows) cost no shaping at all.
+`facts.shaped`, walks the replay once, request by request, calling `Replay.step(k)` at most once
+per request (or learning from `Replay.quiet(k)` that no layer fires there, without shaping it)
+and keeping only the few numbers the checks need. So a 2,000-request session is shaped at most
+2,000 times in all, whatever checks run, and checks that need no shaping (stop reasons, loops,
+pressure, recorded overflows) cost no shaping at all.
 """
 
 from __future__ import annotations
@@ -119,7 +120,9 @@ class Shaped:
     misses: list[CompactorMiss] = field(default_factory=list)
     view_orphans: list[ViewOrphans] = field(default_factory=list)
     steps: int = 0
-    """How many requests were shaped (each once)."""
+    """How many requests were gone through (each once)."""
+    quiet: int = 0
+    """How many of them no layer fired at, known without shaping them (`Replay.quiet`)."""
 
 
 class LedgerOrphan(msgspec.Struct, frozen=True):
@@ -195,16 +198,32 @@ def read_key(call: ToolCallBlock) -> tuple[tuple[str, str], str] | None:
     canon = canonical_tool(call.name)
     if canon in WRITE_TOOLS:
         return None
+    key = _read_key(call, canon)
+    return (key, _read_target(call, key)) if key is not None else None
+
+
+def _read_key(call: ToolCallBlock, canon: str) -> tuple[str, str] | None:
+    """`read_key`'s key alone, of a call whose canonical tool (`canon`) does not write."""
     args = call_arguments(call.arguments)
     path = _path(args)
     if path is not None and (canon == "file_read" or "read" in canon):
-        return ("file", path), path
+        return ("file", path)
     if canon in SHELL_TOOLS:
         cmd = _command(args)
-        return (("command", cmd), f"`{quote(cmd)}`") if cmd is not None else None
+        return ("command", cmd) if cmd is not None else None
     if path is not None:
-        return ("call", f"{canon} {canonical_args(call)}"), call_label(call)
+        return ("call", f"{canon} {canonical_args(call)}")
     return None
+
+
+def _read_target(call: ToolCallBlock, key: tuple[str, str]) -> str:
+    """`read_key`'s target, for sentences: the path, the quoted command, or the call in words."""
+    kind, value = key
+    if kind == "file":
+        return value
+    if kind == "command":
+        return f"`{quote(value)}`"
+    return call_label(call)
 
 
 def call_label(call: ToolCallBlock) -> str:
@@ -251,10 +270,23 @@ class Facts:
         self._tooled: set[int] = set()
         """id() of the messages holding a call or a result (alive with the transcript)."""
         assistant = Role.ASSISTANT
+        call_type, result_type = ToolCallBlock, ToolResultBlock
+        calls: tuple[ToolCallBlock, ...]
+        results: tuple[ToolResultBlock, ...]
         for i, m in enumerate(self.transcript.messages):
-            calls, results = m.tool_calls, m.tool_results
-            if not calls and not results:
-                continue
+            blocks = m.blocks
+            if len(blocks) == 1:  # most messages: one look (`Message.tool_calls` and `tool_results`)
+                b = blocks[0]
+                if isinstance(b, call_type):
+                    calls, results = (b,), ()
+                elif isinstance(b, result_type):
+                    calls, results = (), (b,)
+                else:
+                    continue
+            else:
+                calls, results = m.tool_calls, m.tool_results
+                if not calls and not results:
+                    continue
             self._tooled.add(id(m))
             if calls and m.role is assistant:
                 self._calls_in.append((i, m, calls))
@@ -270,6 +302,8 @@ class Facts:
         self.ledger_orphans: list[LedgerOrphan] = []
         answered_anywhere = {b.call_id for _, _, found in self._results_in for b in found}
         tooled = self._tooled
+        # the ids whose message (by id) holds a call or a result: the others need no look
+        tooled_ids = {mid for mid, m in by_id.items() if id(m) in tooled}
         holding = self.first_holding.setdefault
         by_segment: dict[int, list[Request]] = defaultdict(list)
         for r in t.requests:  # one pass, not one per segment
@@ -289,10 +323,9 @@ class Facts:
                 k = r.index
                 for mid in ids[pos:end]:
                     holding(mid, k)
-                    m = by_id.get(mid)
-                    if m is None or id(m) not in tooled:
+                    if mid not in tooled_ids:
                         continue  # (no call, no result: nothing to pair)
-                    for b in m.blocks:
+                    for b in by_id[mid].blocks:
                         if isinstance(b, ToolCallBlock):
                             if b.id in calls_seen:
                                 continue
@@ -331,22 +364,20 @@ class Facts:
         self.result_message: dict[str, str] = {cid: found[0] for cid, found in results.items()}
         self.call_message: dict[str, str] = {}
         self.calls: list[Call] = []
+        first_call = self.call_message.setdefault
+        add = self.calls.append
+        response_request = self.response_request.get
         for i, m, calls in self._calls_in:
+            mid = m.id
+            request = response_request(mid)
             for c in calls:
-                self.call_message.setdefault(c.id, m.id)
+                first_call(c.id, mid)
                 found = results.get(c.id)
-                self.calls.append(
-                    Call(
-                        order=len(self.calls),
-                        block=c,
-                        message_id=m.id,
-                        position=i,
-                        request=self.response_request.get(m.id),
-                        result_id=found[0] if found else None,
-                        result=found[1] if found else None,
-                        result_position=found[2] if found else None,
-                    )
-                )
+                # (order, block, message_id, position, request, result_id, result, result_position)
+                if found is None:
+                    add(Call(len(self.calls), c, mid, i, request))
+                else:
+                    add(Call(len(self.calls), c, mid, i, request, found[0], found[1], found[2]))
 
     def _index_partners(self) -> None:
         """Message id -> the messages holding the other side of each of its calls and results."""
@@ -375,16 +406,18 @@ class Facts:
         last: dict[tuple[str, str], Call] = {}
         out: list[ReadAgain] = []
         for call in self.calls:
-            if canonical_tool(call.block.name) in WRITE_TOOLS:
+            block = call.block
+            canon = canonical_tool(block.name)
+            if canon in WRITE_TOOLS:
                 # a write makes the next read of that file fresh, and any command's or search's
                 # output may have changed with it
-                wrote = written_path(call.block)
-                last = {k: v for k, v in last.items() if k[0] == "file" and k[1] != wrote}
+                if last:
+                    wrote = _path(call_arguments(block.arguments))
+                    last = {k: v for k, v in last.items() if k[0] == "file" and k[1] != wrote}
                 continue
-            keyed = read_key(call.block)
-            if keyed is None:
+            key = _read_key(block, canon)
+            if key is None:
                 continue
-            key, target = keyed
             if call.result is not None and call.result.is_error:
                 last.pop(key, None)  # a failed read read nothing: the next one is a retry
                 continue
@@ -395,7 +428,7 @@ class Facts:
                 and prev.result_position < call.position
                 and call.request is not None
             ):
-                out.append(ReadAgain(earlier=prev, later=call, target=target))
+                out.append(ReadAgain(earlier=prev, later=call, target=_read_target(block, key)))
             last[key] = call
         return out
 
@@ -470,10 +503,28 @@ class Facts:
             # every request is shaped, each with its calibrated weights: the calibration pass is
             # run to the end at once, not one request at a time as each step would ask for it
             replay.calibration.predictions()
+        calibration = replay.calibration
         for k in range(1, self.n + 1):
+            out.steps += 1
+            total = replay.quiet(k)
+            if total is not None:
+                # no layer fires: nothing changed, cut or orphaned, and every layer's estimate
+                # before and after is the ledger's
+                out.quiet += 1
+                streak, prev_cut, prev_written = {}, {}, {}
+                for mid in watch_weight.get(k, ()):
+                    w = calibration.weight_at(k, mid)
+                    if w is not None:
+                        out.weights[(k, mid)] = w
+                if compactors and total > trigger:
+                    for quiet_layer in replay.pipeline.layers:
+                        if quiet_layer.name in compactors:
+                            out.misses.append(
+                                CompactorMiss(k, quiet_layer.name, quiet_layer.label, total, total)
+                            )
+                continue
             step = replay.step(k)
             result = step.result
-            out.steps += 1
             latest: dict[str, tuple[str, str, Action]] = {}
             changes = _Changes()
             cut_now: dict[str, frozenset[str]] = {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 
 from msgspec import Struct
@@ -90,6 +90,26 @@ class Step(Struct, frozen=True):
             if w is not None:
                 return w
         return self.calibration.weight_at(self.index, mid)
+
+
+class _Deferred:
+    """A sizer made when it is first asked for a size (`Replay.quiet`: the layers that can tell
+    they would do nothing mostly size nothing beyond the view whose estimate is known)."""
+
+    def __init__(self, make: Callable[[], CalibratedEstimator]) -> None:
+        self._make = make
+        self._made: CalibratedEstimator | None = None
+
+    def _sizer(self) -> CalibratedEstimator:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def text(self, text: str) -> int:
+        return self._sizer().text(text)
+
+    def message(self, message: Message) -> int:
+        return self._sizer().message(message)
 
 
 class Replay:
@@ -297,6 +317,21 @@ class Replay:
         if len(self._steps) > STEP_CACHE:
             self._steps.popitem(last=False)
         return step
+
+    def quiet(self, k: int) -> int | None:
+        """The estimate of request `k`'s ledger when the pipeline is known to leave it as it is
+        without shaping it (`Pipeline.quiet`): what `step(k)` would give, every layer unfired, its
+        view the ledger and its estimates that one. None where that is not known (then `step(k)`):
+        a layer could fire, the layers decide with the harness's own estimate, or some of the
+        ledger weighs as last sent (`_as_sent`). Not cached: for one pass over every request."""
+        self._check(k)
+        if self._own is not None or self._as_sent(k):
+            return None
+        ledger, base = self._ledger(self.transcript.request(k))
+        memo = TokenMemo(_Deferred(partial(CalibratedEstimator, self.calibration, k, self.estimator)))
+        total = self.calibration.ledger_total(k)
+        memo.seed_view(ledger, total, prefix_of=base)
+        return total if self.pipeline.quiet(ledger, self.budget, memo) else None
 
     def _ledger(self, request: Request) -> tuple[tuple[Message, ...], tuple[Message, ...] | None]:
         """The overhead pseudo-message followed by the request's ledger, and the tuple it is the

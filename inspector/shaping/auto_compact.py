@@ -23,6 +23,7 @@ from .base import (
     kept_pinned,
     plural,
     pressed,
+    quiet_below_trigger,
 )
 from .budget import Budget
 from .groups import Group, _common_prefix, group_spans
@@ -144,6 +145,10 @@ class AutoCompact(CarryingLayer):
             if cacheable(self.summarizer):
                 self.cache.put(key, text)
         return key, text
+
+    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `apply` would leave `view` as it is, not forced (`Pipeline.quiet`)."""
+        return quiet_below_trigger(view, budget, estimator, summarizer_missing=self.summarizer is None)
 
     def _apply(
         self,

@@ -284,6 +284,8 @@ class Layer(Protocol):
     `reactive` layers do nothing unless the estimate exceeds the trigger (or `forced`).
     `explain` False: the caller reads only the view and the figures (a simulation over every
     request), so a layer may leave `decisions` empty where writing them costs more than the rest.
+    A layer may also have `quiet(view, budget, estimator) -> bool`: True only where `apply` (not
+    forced) would leave that view as it is, told more cheaply than by applying (`Pipeline.quiet`).
     """
 
     name: str
@@ -431,6 +433,15 @@ def pressed(
     if not forced and before <= budget.trigger:
         return no_change(layer, src, before, under_trigger(before, budget), forced)
     return Pressed(layer, src, sizer, before, pressure(before, budget, forced), forced)
+
+
+def quiet_below_trigger(
+    view: Sequence[Message], budget: Budget, estimator: Sizer, *, summarizer_missing: bool = False
+) -> bool:
+    """A reactive layer's `quiet` (see `Pipeline.quiet`): whether `pressed` would return the view
+    unchanged, not forced: the layer is off without its summarizer, or the view is at or under the
+    trigger."""
+    return summarizer_missing or memo(estimator).view(tuple(view)) <= budget.trigger
 
 
 def under_trigger(tokens: int, budget: Budget) -> str:

@@ -24,7 +24,7 @@ from functools import lru_cache
 
 from msgspec.structs import replace
 
-from inspector.model import Message, Role, Source, SourceKind, TextBlock, ToolResultBlock
+from inspector.model import Block, Message, Role, Source, SourceKind, TextBlock, ToolResultBlock
 
 from .auto_compact import SUMMARY_CACHE_SIZE, SummaryCache
 from .base import (
@@ -40,6 +40,7 @@ from .base import (
     plural,
     pressed,
     pressure,
+    quiet_below_trigger,
     under_trigger,
 )
 from .budget import Budget
@@ -115,6 +116,19 @@ class LargeResultPreview:
         """Per limit: the previewed copy of each message that has a result over it (kept across
         requests, so a message is looked at and copied once)."""
 
+    def _scan(self, budget: Budget) -> ViewScan[tuple[Message, int]]:
+        """The scan for the budget's limit and pins (made on first use)."""
+        limit, pins = budget.tool_result_budget, budget.pins
+        scan = self._scans.get((limit, pins))
+        if scan is None:
+            scan = self._scans[(limit, pins)] = ViewScan(lambda m: None if pins(m) else _previewed(m, limit))
+        return scan
+
+    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `apply` would leave `view` as it is (`Pipeline.quiet`): no result over the limit
+        (the scan `apply` reads, carried on from the view before)."""
+        return not self._scan(budget)(tuple(view), memo(estimator))
+
     def apply(
         self,
         view: Sequence[Message],
@@ -130,11 +144,7 @@ class LargeResultPreview:
         limit = budget.tool_result_budget
         out: dict[int, Message] = {}
         decisions: list[Decision] = []
-        pins = budget.pins
-        scan = self._scans.get((limit, pins))
-        if scan is None:
-            scan = self._scans[(limit, pins)] = ViewScan(lambda m: None if pins(m) else _previewed(m, limit))
-        for i, (new, longest) in scan(src, sizer):
+        for i, (new, longest) in self._scan(budget)(src, sizer):
             m = src[i]
             if sizer.message(new) > sizer.message(m):
                 continue
@@ -170,17 +180,19 @@ class LargeResultPreview:
 def _previewed(m: Message, limit: int) -> tuple[Message, int] | None:
     """`m` (not pinned: the caller asks) with every result over `limit` chars (not yet a wrapper)
     previewed, and the longest; or None."""
-    blocks = list(m.blocks)
+    blocks: list[Block] | None = None  # (copied once a block is previewed: most messages have none)
     longest = 0
-    for j, b in enumerate(blocks):
+    for j, b in enumerate(m.blocks):
         if (
             isinstance(b, ToolResultBlock)
             and len(b.content) > limit
             and not b.content.startswith(PERSISTED_OPEN)
         ):
             longest = max(longest, len(b.content))
+            if blocks is None:
+                blocks = list(m.blocks)
             blocks[j] = replace(b, content=persisted_preview(b.content, b.call_id))
-    if not longest:
+    if blocks is None:
         return None
     return replace(m, blocks=tuple(blocks)), longest
 
@@ -244,6 +256,25 @@ class Microcompact(ToolOutputClear):
     ) -> None:
         super().__init__(compactable)
         self.idle_gap_minutes = idle_gap_minutes
+
+    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `apply` would leave `view` as it is, not forced (`Pipeline.quiet`): no
+        microcompact in this version, under the warning line (legacy), or at or under the trigger
+        and not idle past the cache lifetime."""
+        mode = budget.clear_mode
+        if mode == "none":
+            return True
+        src = tuple(view)
+        before = memo(estimator).view(src)
+        if mode == "legacy":
+            return before < (budget.warning if budget.warning is not None else budget.trigger)
+        if before > budget.trigger:
+            return False
+        limit = self.idle_gap_minutes
+        if limit is None:
+            return True
+        gap = idle_minutes(src)
+        return gap is None or gap <= limit
 
     def apply(
         self,
@@ -368,6 +399,10 @@ class FullCompact:
     @property
     def cache(self) -> SummaryCache:
         return self.summaries.cache
+
+    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `apply` would leave `view` as it is, not forced (`Pipeline.quiet`)."""
+        return quiet_below_trigger(view, budget, estimator, summarizer_missing=self.summarizer is None)
 
     def apply(
         self,

@@ -20,7 +20,18 @@ from msgspec.structs import replace
 from inspector.model import Message, TextBlock, ToolResultBlock
 
 from .auto_compact import SUMMARY_CACHE_SIZE, SummaryCache
-from .base import Action, Decision, LayerResult, Sizer, acted, memo, no_change, plural, pressed
+from .base import (
+    Action,
+    Decision,
+    LayerResult,
+    Sizer,
+    acted,
+    memo,
+    no_change,
+    plural,
+    pressed,
+    quiet_below_trigger,
+)
 from .budget import CODEX_USER_MESSAGE_TOKENS, Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
 from .groups import group_spans
@@ -165,6 +176,10 @@ class CodexCompact:
         self.summarizer = summarizer
         self.summaries = Summaries(summarizer, SummaryCache(cache_size), attempts)
         self.user_tokens = user_tokens
+
+    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `apply` would leave `view` as it is, not forced (`Pipeline.quiet`)."""
+        return quiet_below_trigger(view, budget, estimator, summarizer_missing=self.summarizer is None)
 
     def apply(
         self,

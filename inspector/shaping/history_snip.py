@@ -20,6 +20,7 @@ from .base import (
     kept_pinned,
     plural,
     pressed,
+    quiet_below_trigger,
 )
 from .budget import Budget
 from .groups import Group, _common_prefix, group_spans
@@ -55,6 +56,10 @@ class OldHistorySnip(CarryingLayer):
         """The removable exchanges of the view before, oldest first, with their gains: the
         ledger of a request is the one before and a few messages more, so the exchanges the snip
         would remove are mostly those it weighed the request before (`_Plan`)."""
+
+    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `apply` would leave `view` as it is, not forced (`Pipeline.quiet`)."""
+        return quiet_below_trigger(view, budget, estimator)
 
     def _apply(
         self,

@@ -34,6 +34,7 @@ from .base import (
     no_change,
     plural,
     pressed,
+    quiet_below_trigger,
 )
 from .budget import OPENCODE_PRUNE_MINIMUM, Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
@@ -271,6 +272,10 @@ class OpencodeCompact:
         self.summarizer = summarizer
         self.summaries = Summaries(summarizer, SummaryCache(cache_size), attempts)
         self.tail_turns = tail_turns
+
+    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `apply` would leave `view` as it is, not forced (`Pipeline.quiet`)."""
+        return quiet_below_trigger(view, budget, estimator, summarizer_missing=self.summarizer is None)
 
     def apply(
         self,

@@ -143,6 +143,19 @@ class Pipeline:
             forced=forced,
         )
 
+    def quiet(self, view: tuple[Message, ...], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `run(view, budget, estimator)` (not forced) is known to fire no layer, without
+        running it: every layer has a `quiet(view, budget, estimator)` that says so (a cheap test
+        that implies `apply` leaves that view as it is, so the next layer gets it too); a layer
+        without one, or one that cannot tell, makes the answer False. Then every layer's view is
+        `view`, and its estimate before and after is `estimator`'s of `view`."""
+        sizer: TokenMemo = memo(estimator)
+        for layer in self.layers:
+            quiet: Callable[[tuple[Message, ...], Budget, Sizer], bool] | None = getattr(layer, "quiet", None)
+            if quiet is None or not quiet(view, budget, sizer):
+                return False
+        return True
+
     def __repr__(self) -> str:
         return f"Pipeline({' -> '.join(self.names) or 'empty'})"
 

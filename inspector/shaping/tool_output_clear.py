@@ -24,6 +24,7 @@ from .base import (
     ordinal,
     plural,
     pressed,
+    quiet_below_trigger,
     starts_with,
 )
 from .budget import Budget
@@ -310,6 +311,10 @@ class ToolOutputClear:
         self._made: _Replaced = {}
         self._found = _Found(self.compactable)
         self._clearing = _Clearing()
+
+    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `apply` would leave `view` as it is, not forced (`Pipeline.quiet`)."""
+        return quiet_below_trigger(view, budget, estimator)
 
     def apply(
         self,

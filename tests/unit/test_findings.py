@@ -38,7 +38,7 @@ from inspector.model import (
     Transcript,
     Usage,
 )
-from inspector.replay import Replay
+from inspector.replay import Replay, Step
 from inspector.shaping import (
     OPENCOLLAB,
     Action,
@@ -1055,6 +1055,41 @@ def test_find_all_sorts_by_request_and_shapes_each_request_once(monkeypatch: pyt
     assert [f.request for f in found] == sorted(f.request for f in found)
     assert {"compaction_storm", "overflow", "pressure"} <= set(kinds(found))
     assert exit_code(found) == 1
+
+
+def test_requests_no_layer_fires_at_are_not_shaped_and_change_no_finding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    s = Session()
+    for i in range(30):
+        s.call("Read", {"file_path": f"src/{i % 7}.py"}, f"{i}" + "x" * 6_000)
+    s.say()
+    replay = s.replay("claude-code", 60_000)
+    assert replay.budget.trigger == 27_000
+    quiet = {k: replay.quiet(k) for k in range(1, len(replay) + 1)}
+    # under the trigger no layer fires (known without shaping, with the ledger's estimate); from
+    # request 14 on microcompact clears old reads
+    assert [k for k, total in quiet.items() if total is not None] == list(range(1, 14))
+    for k, total in quiet.items():
+        result = replay.step(k).result
+        assert (total is not None) == (result.fired == ()), k
+        if total is not None:
+            assert total == result.input_tokens == result.sent_tokens <= 27_000
+    fresh = s.replay("claude-code", 60_000)
+    shaped: list[int] = []
+    step = fresh.step
+
+    def counted(k: int) -> Step:
+        shaped.append(k)
+        return step(k)
+
+    monkeypatch.setattr(fresh, "step", counted)
+    found = find_all(fresh)
+    assert shaped == list(range(14, 32))
+    every = s.replay("claude-code", 60_000)
+    monkeypatch.setattr(every, "quiet", lambda k: None)
+    assert found == find_all(every)
+    assert kinds(found).count("reread") == 17
 
 
 def test_checks_without_shaping_shape_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -531,3 +531,61 @@ def test_clearing_goes_on_as_if_afresh(
             layer = cast(ToolOutputClear, going)
             rule = [s for s in compactable_rule(view, layer.compactable) if not view[s[0]].pinned]
             assert [(s.message, s.block, s.tool) for s in layer._found.free] == rule
+
+
+QUIET_PRESETS = ("claude-code", "codex", "opencode", "opencollab", "no_history_compaction")
+
+
+def _idle(ledger: list[Message], minutes: int | None) -> list[Message]:
+    """The ledger with its last assistant message written `minutes` before the messages after it
+    (no timestamps at all for None)."""
+    if minutes is None:
+        return ledger
+    last = max((i for i, m in enumerate(ledger) if m.role is Role.ASSISTANT), default=None)
+    if last is None:
+        return ledger
+    out = list(ledger)
+    out[last] = replace(out[last], timestamp="2026-01-05T10:00:00Z")
+    after = f"2026-01-05T{10 + minutes // 60:02d}:{minutes % 60:02d}:00Z"
+    for i in range(last + 1, len(out)):
+        out[i] = replace(out[i], timestamp=after)
+    return out
+
+
+@SETTINGS
+@given(
+    ledger=ledgers(),
+    window=st.sampled_from((None, 60_000, 80_000, 100_000, 200_000)),
+    tool_budget=st.sampled_from(TOOL_BUDGETS),
+    estimator=estimators,
+    policy_name=st.sampled_from(QUIET_PRESETS),
+    clear_mode=st.sampled_from((None, "none", "legacy", "time")),
+    idle=st.sampled_from((None, 5, 90)),
+)
+def test_a_quiet_pipeline_fires_no_layer(
+    ledger: list[Message],
+    window: int | None,
+    tool_budget: int,
+    estimator: HeuristicEstimator | CharsOverFour,
+    policy_name: str,
+    clear_mode: str | None,
+    idle: int | None,
+) -> None:
+    # `Pipeline.quiet` (and each layer's `quiet`) is True only where running changes nothing
+    policy = replace(load_policy(policy_name), tool_result_budget=tool_budget)
+    budget = policy.budget(window)
+    if policy_name == "claude-code":
+        budget = replace(budget, clear_mode=clear_mode)
+    view = tuple(_idle(ledger, idle))
+    pipeline = policy.pipeline()
+    quiet = pipeline.quiet(view, budget, estimator)
+    result = pipeline.run(view, budget, estimator)
+    if quiet:
+        assert result.fired == ()
+        assert result.final == view
+        assert all(r.tokens_before == r.tokens_after == result.input_tokens for r in result.layers)
+    for layer in policy.pipeline().layers:
+        alone = getattr(layer, "quiet", None)
+        if alone is not None and alone(view, budget, estimator):
+            applied = layer.apply(view, budget, estimator)
+            assert not applied.fired and applied.view == view, layer.name
