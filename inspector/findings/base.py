@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, get_args
+
+from msgspec import Struct
 
 from inspector.model.sanitize import one_line
 
@@ -14,8 +15,7 @@ SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 SEVERITY_RANK: dict[str, int] = {s: i for i, s in enumerate(SEVERITIES)}
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(Struct, frozen=True):
     """One symptom, pointed at: what kind, how bad, at which request, which messages, and why.
 
     `request` is 1-based like everywhere in the inspector (0 only for a transcript with no
@@ -46,8 +46,7 @@ class Finding:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
+class Settings(Struct, frozen=True):
     """The thresholds checks use; the defaults are the issue's.
 
     - `storm_span`: two compactions at most this many requests apart belong to one storm (3);

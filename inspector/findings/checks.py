@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from inspector.model import (
     SEGMENT_EVENTS,
@@ -26,8 +27,7 @@ from .facts import WRITE_TOOLS, Call, Facts, call_label, canonical_args
 CheckFn = Callable[[Facts], list[Finding]]
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
+class Check(Struct, frozen=True):
     """A registered check: its name, its function, the finding kinds it can return.
 
     `shapes`: whether it needs the shaped views (the one pass over `Replay.step`).
@@ -572,8 +572,7 @@ def _overflow_events(facts: Facts) -> list[Finding]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class _Failure:
+class _Failure(Struct, frozen=True):
     request: int
     line: int
     message_id: str | None

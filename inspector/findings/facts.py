@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -108,17 +107,16 @@ class ViewOrphans(msgspec.Struct, frozen=True):
     label: str
 
 
-@dataclass(slots=True)
-class Shaped:
+class Shaped(msgspec.Struct):
     """What one pass over every shaped request left for the checks."""
 
-    changes: dict[tuple[int, str], Change] = field(default_factory=dict)
+    changes: dict[tuple[int, str], Change] = msgspec.field(default_factory=dict)
     """(request, message id) -> its change in the view sent at that request, for watched messages."""
-    weights: dict[tuple[int, str], int] = field(default_factory=dict)
+    weights: dict[tuple[int, str], int] = msgspec.field(default_factory=dict)
     """(request, message id) -> calibrated weight, for watched messages."""
-    cuts: list[Cut] = field(default_factory=list)
-    misses: list[CompactorMiss] = field(default_factory=list)
-    view_orphans: list[ViewOrphans] = field(default_factory=list)
+    cuts: list[Cut] = msgspec.field(default_factory=list)
+    misses: list[CompactorMiss] = msgspec.field(default_factory=list)
+    view_orphans: list[ViewOrphans] = msgspec.field(default_factory=list)
     steps: int = 0
     """How many requests were gone through (each once)."""
     quiet: int = 0
@@ -672,13 +670,12 @@ class Facts:
         return tuple(calls), tuple(results)
 
 
-@dataclass(slots=True)
-class _Changes:
+class _Changes(msgspec.Struct):
     """The messages a request's layers changed: left the view, changed in place, written new."""
 
-    gone: set[str] = field(default_factory=set)
-    modified: set[str] = field(default_factory=set)
-    written: set[str] = field(default_factory=set)
+    gone: set[str] = msgspec.field(default_factory=set)
+    modified: set[str] = msgspec.field(default_factory=set)
+    written: set[str] = msgspec.field(default_factory=set)
 
 
 def _first_orphaning(layers: Sequence[LayerResult], ids: Iterable[str]) -> tuple[str, str]:
