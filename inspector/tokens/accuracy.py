@@ -140,6 +140,8 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
     serialized = [serialize(m) for m in transcript.messages]
     from .stored import calibration  # (the delta one restored where the transcript's cache entry holds it)
 
+    cals = {mode: calibration(transcript, estimator, mode, serialized) for mode in MODES}
+    tik = estimator if isinstance(estimator, TiktokenEstimator) else TiktokenEstimator()
     errors: dict[str, list[float]] = {m: [] for m in ALL_MODES}
     by_kind: dict[str, dict[str, list[float]]] = {}
     kinds = request_kinds(transcript)
@@ -164,18 +166,14 @@ def accuracy(transcript: Transcript, estimator_name: str = "heuristic") -> Accur
         for m, t in zip(added[k], texts, strict=True):
             first.setdefault(t, m)
     unique = list(first)
-    tik = estimator if isinstance(estimator, TiktokenEstimator) else TiktokenEstimator()
-    # another estimator's calibrations never tokenize: the baseline's texts are tokenized in a
-    # thread of their own meanwhile (tiktoken encodes without the GIL, beside the calibration pass)
-    tokenized = None if tik is estimator else tik.texts_meanwhile(unique)
-    cals = {mode: calibration(transcript, estimator, mode, serialized) for mode in MODES}
-    predictions = {mode: cal.predictions() for mode, cal in cals.items()}
-    # (with the tiktoken estimator the proportional mode sized every message already, its cache
-    # holding FRAMING + the tokens of each serialized message: read back, not tokenized again)
-    counts = (
-        tokenized() if tokenized is not None else [v - FRAMING for v in tik.messages(list(first.values()))]
-    )
+    if tik is estimator:
+        # the proportional mode sized every message with this estimator already (its cache holds
+        # FRAMING + the tokens of each serialized message): read them back, not tokenized again
+        counts = [v - FRAMING for v in tik.messages(list(first.values()))]
+    else:
+        counts = tik.texts(unique)
     size_of = dict(zip(unique, counts, strict=True))
+    predictions = {mode: cal.predictions() for mode, cal in cals.items()}
     for prev, req in pairs:
         assert req.usage is not None and prev.usage is not None
         k = req.index

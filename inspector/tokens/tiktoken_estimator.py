@@ -23,7 +23,7 @@ import re
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,49 +89,6 @@ def chunks(text: str) -> list[str]:
         out.append(text[start:end])
         start = end
     out.append(text[start:])  # (a cut is always followed by a character: the rest is not empty)
-    return out
-
-
-SEPARATOR = "<|endoftext|>"
-"""The special token the texts of a batch are joined with to be tokenized in one call
-(`joined_sizes`): both encodings have it."""
-JOINED_CHARS = 1_000_000
-"""The characters (about) joined into one call of `joined_sizes`: its list of tokens is made at
-once (a Python int per token), so a huge batch is tokenized by runs."""
-
-
-def joined_sizes(encoding: Any, texts: Sequence[str]) -> list[int]:
-    """`len(encoding.encode_ordinary(t))` of each text, from one `encode` of a run of texts joined
-    by `SEPARATOR` (allowed there as the special token it is, every other special token read as
-    ordinary text, as `encode_ordinary` reads it): tiktoken finds the special tokens first and
-    encodes what lies between them on its own, so the tokens of each text are those it has alone,
-    with the separator's between. One call per run instead of one per text: tiktoken releases the
-    GIL once per call, and a thread that takes it back after every short call waits for it behind
-    another busy thread (`TiktokenEstimator.texts_meanwhile`). Where the texts hold the separator
-    themselves they are tokenized one by one."""
-    out: list[int] = []
-    eot = encoding.eot_token
-    allowed = {SEPARATOR}
-    start = 0
-    while start < len(texts):
-        end, chars = start + 1, len(texts[start])
-        while end < len(texts) and chars < JOINED_CHARS:
-            chars += len(texts[end])
-            end += 1
-        run = texts[start:end]
-        start = end
-        joined = SEPARATOR.join(run)
-        if len(run) == 1 or joined.count(SEPARATOR) != len(run) - 1:
-            out += [len(encoding.encode_ordinary(t)) for t in run]
-            continue
-        tokens = encoding.encode(joined, allowed_special=allowed, disallowed_special=())
-        find = tokens.index
-        at = 0
-        for _ in range(len(run) - 1):
-            cut = find(eot, at)
-            out.append(cut - at)
-            at = cut + 1
-        out.append(len(tokens) - at)
     return out
 
 
@@ -257,44 +214,14 @@ class TiktokenEstimator:
         size = dict(zip(unique, self._sizes(unique), strict=True)).__getitem__
         return [sum(map(size, parts)) for parts in cut]
 
-    def texts_meanwhile(self, texts: Sequence[str]) -> Callable[[], list[int]]:
-        """`texts(texts)` started in a thread of its own, so that the caller does other work
-        meanwhile: the function returned waits for the counts and returns them (or raises what
-        `texts` raised). tiktoken releases the GIL while it encodes, so the encoding runs on
-        another core beside the caller's Python work (building the encoding and cutting the texts
-        hold the GIL: they only take turns with the caller). With one core the counts are made at
-        once, in the calling thread (a thread would only take turns)."""
-        if (os.cpu_count() or 1) < 2:
-            counts = self.texts(texts)
-            return lambda: counts
-        got: list[list[int]] = []
-        failed: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                got.append(self.texts(texts))
-            except BaseException as exc:  # handed to the caller, raised where it waits
-                failed.append(exc)
-
-        worker = threading.Thread(target=run, name="tiktoken-counts", daemon=True)
-        worker.start()
-
-        def wait() -> list[int]:
-            worker.join()
-            if failed:
-                raise failed[0]
-            return got[0]
-
-        return wait
-
     def _sizes(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text; a big batch (`THREADED_CHARS`) is tokenized by several threads,
         each a run of texts of about the same length in all (tiktoken releases the GIL while it
         encodes; only the counts are kept, never the tokens)."""
-        encoding = self.encoding
+        encode = self.encoding.encode_ordinary
 
         def sizes(part: Sequence[str]) -> list[int]:
-            return joined_sizes(encoding, part)
+            return [len(encode(t)) for t in part]
 
         total = sum(map(len, texts))
         threads = min(BATCH_THREADS, os.cpu_count() or 1)

@@ -95,33 +95,3 @@ def test_the_proportional_mode_reads_heuristic_estimates_from_the_serialized_tex
     # without the texts each message is sized by the estimator
     calibrate(tr, est, "proportional")
     assert sorted(calls) == sorted(m.id for m in tr.messages)
-
-
-@pytest.mark.parametrize("cores", [1, 2])
-def test_the_tiktoken_baseline_tokenized_meanwhile_is_the_same(
-    monkeypatch: pytest.MonkeyPatch, cores: int
-) -> None:
-    """With the heuristic estimator the baseline's texts are tokenized while the calibrations run
-    (in a thread on two cores, at once on one): the same figures either way, each distinct text
-    tokenized in one batch."""
-    import os
-
-    monkeypatch.setattr(os, "cpu_count", lambda: cores)
-    tr = _transcript()
-    batches: list[list[str]] = []
-    real = TiktokenEstimator.texts_meanwhile
-
-    def meanwhile(self: TiktokenEstimator, batch: Sequence[str]) -> object:
-        batches.append(list(batch))
-        return real(self, batch)
-
-    monkeypatch.setattr(TiktokenEstimator, "texts_meanwhile", meanwhile)
-    rep = accuracy(tr, "heuristic")
-    fresh = TiktokenEstimator()
-    want = []
-    for k in (2, 3, 4):
-        added = tr.ledger(k)[tr.requests[k - 2].ledger_len :]
-        want.append(tr.requests[k - 2].usage.context + sum(fresh.text(serialize(m)) for m in added))  # type: ignore[union-attr]
-    assert [r.predicted["baseline_tiktoken"] for r in rep.requests] == want
-    # six messages added, the reminder twice
-    assert len(batches) == 1 and len(batches[0]) == len(set(batches[0])) == 5

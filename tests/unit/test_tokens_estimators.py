@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -129,68 +128,3 @@ def test_ranks_are_read_as_a_loop_over_the_lines_reads_them() -> None:
     data = path.read_bytes()
     plain = {base64.b64decode(t): int(r) for t, r in (line.split() for line in data.splitlines() if line)}
     assert list(_parse_ranks(data).items()) == list(plain.items())
-
-
-def _texts_to_join() -> list[str]:
-    """Texts whose tokens could merge across a plain join (spaces, newlines, a word cut in two),
-    with special tokens' text and a lone surrogate."""
-    return [
-        "line one\n",
-        "   ",
-        "\n\nnext",
-        "word",
-        "continued  ",
-        "",
-        "<|fim_prefix|> stays ordinary text",
-        "broken \ud800 surrogate",
-        "def f(x):\n    return x * 2  # 数据\n" * 40,
-    ]
-
-
-@pytest.mark.parametrize("joined_chars", [1_000_000, 1, 12])
-def test_texts_joined_by_the_separator_count_as_each_alone(
-    monkeypatch: pytest.MonkeyPatch, joined_chars: int
-) -> None:
-    """One `encode` of texts joined by `SEPARATOR` gives each text's own count, in runs of any
-    length (`JOINED_CHARS`)."""
-    monkeypatch.setattr(tk, "JOINED_CHARS", joined_chars)
-    enc = tk.get_encoding()
-    texts = _texts_to_join()
-    alone = [len(enc.encode_ordinary(t)) for t in texts]
-    assert tk.joined_sizes(enc, texts) == alone
-    assert alone[:6] == [3, 1, 2, 1, 2, 0]  # "line", " one", "\n"; "   "; "\n\n", "next"; ...
-    assert tk.joined_sizes(enc, []) == []
-
-
-def test_texts_that_hold_the_separator_are_tokenized_one_by_one() -> None:
-    enc = tk.get_encoding()
-    texts = ["before <|endoftext|> after", "plain", "<|endoftext|>"]
-    alone = [len(enc.encode_ordinary(t)) for t in texts]
-    assert tk.joined_sizes(enc, texts) == alone
-    assert alone[2] == 7  # the separator's text, read as ordinary text: "<", "|", "endo", ...
-
-
-@pytest.mark.parametrize("cores", [1, 2])
-def test_texts_counted_meanwhile_are_the_texts_counts(monkeypatch: pytest.MonkeyPatch, cores: int) -> None:
-    """`texts_meanwhile` gives what `texts` gives, in a thread (two cores) or at once (one)."""
-    monkeypatch.setattr(os, "cpu_count", lambda: cores)
-    est = TiktokenEstimator()
-    texts = [*_texts_to_join(), "x" * 3_000 + "\n  y\n" * 500]
-    started = threading.active_count()
-    wait = est.texts_meanwhile(texts)
-    assert threading.active_count() in ((started + 1, started) if cores == 2 else (started,))
-    got = wait()
-    assert got == est.texts(texts) == [est.text(t) for t in texts]
-    assert got[0] == 3 and got[5] == 0
-
-
-def test_what_fails_in_the_thread_is_raised_where_the_counts_are_awaited(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(tk, "_encodings", {})
-    est = TiktokenEstimator("o200k_base")
-    monkeypatch.setattr(tk, "_o200k_cache_path", lambda: None)
-    wait = est.texts_meanwhile(["hello"])
-    with pytest.raises(tk.EncodingUnavailable, match="never downloaded"):
-        wait()
