@@ -22,15 +22,14 @@ from inspector.model import Message, ToolCallBlock, Transcript
 from inspector.model.bulk import hold_for_good, paused_gc
 from inspector.model.sanitize import json_text, visible
 from inspector.model.windows import model_window
-from inspector.replay import Replay, ReplayError
-from inspector.replay.settings import CHECKED_WINDOW, DEFAULT_ESTIMATOR, RunSettings, WindowSource
 from inspector.report.progress import progress_for
-from inspector.report.summary import attach_cost, plural, window_problem
-from inspector.settings import SettingsError
-from inspector.shaping import Policy, PolicyError, load_policy
+from inspector.settings import DEFAULT_ESTIMATOR, SettingsError
 
 if TYPE_CHECKING:
+    from inspector.replay import Replay
+    from inspector.replay.settings import RunSettings
     from inspector.samples import SampleInfo
+    from inspector.shaping import Policy
 
 EXIT_USAGE = 2
 
@@ -83,13 +82,20 @@ def _add_shaping_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _settings(args: argparse.Namespace) -> RunSettings:
-    """The run's settings, as the command line gives them (each command takes some of them)."""
+def _estimator(args: argparse.Namespace) -> str:
+    """The estimator the command line names, else (calibrate) the settings file's default."""
     estimator = getattr(args, "estimator", None)
     if estimator is None and hasattr(args, "estimator"):  # calibrate: the settings file's default
         from inspector.settings import current
 
         estimator = current().estimator
+    return estimator or DEFAULT_ESTIMATOR
+
+
+def _settings(args: argparse.Namespace) -> RunSettings:
+    """The run's settings, as the command line gives them (each command takes some of them)."""
+    from inspector.replay.settings import RunSettings
+
     return RunSettings(
         policy=getattr(args, "policy", None),
         window=getattr(args, "window", None),
@@ -97,12 +103,15 @@ def _settings(args: argparse.Namespace) -> RunSettings:
         step=getattr(args, "step", None),
         follow=getattr(args, "follow", None),
         session=getattr(args, "session", None),
-        estimator=estimator or DEFAULT_ESTIMATOR,
+        estimator=_estimator(args),
     )
 
 
 def _replay(transcript: Transcript, settings: RunSettings) -> Replay:
     """The transcript's replay under the run's policy, with the window --window or --model gives."""
+    from inspector.replay import Replay
+    from inspector.replay.settings import CHECKED_WINDOW
+
     replay = Replay.from_settings(transcript, settings)
     if replay.window_source in CHECKED_WINDOW:
         _check_window(replay.policy, replay.window)
@@ -111,6 +120,8 @@ def _replay(transcript: Transcript, settings: RunSettings) -> Replay:
 
 def _check_window(policy: Policy, window: int | None) -> None:
     """A window given (--window, --model) too small for the policy's reserves: the user's one line."""
+    from inspector.report.summary import window_problem
+
     problem = window_problem(policy, window)
     if problem is not None:
         raise UserError(problem)
@@ -119,6 +130,8 @@ def _check_window(policy: Policy, window: int | None) -> None:
 def _check_options(settings: RunSettings) -> Policy | None:
     """What can be checked before a transcript is read: the policy named (a preset, a file), the
     window given against it, a model whose window must be known. The policy, when named."""
+    from inspector.shaping import load_policy
+
     policy = load_policy(settings.policy) if isinstance(settings.policy, str) and settings.policy else None
     if policy is not None and settings.window is not None:
         _check_window(policy, settings.window)
@@ -334,7 +347,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     _check_options(settings)
     transcript = _load(args.path, settings.session)
     replay = _replay(transcript, settings)
-    from inspector.report.summary import replay_report
+    from inspector.report.summary import attach_cost, replay_report
 
     report = attach_cost(replay_report(replay, step=settings.step, compare_with=args.compare), transcript)
     if args.cache:
@@ -400,6 +413,8 @@ def _find_message(replay: Replay, ref: str) -> _Found:
     """The message `ref` names: an id, a unique id prefix, or a line of the transcript's own file
     (`1583` or `:1583`; never a line of another file it read, such as a compaction call's). A bare
     number that is both a line and the start of ids is taken as the line, and the note says so."""
+    from inspector.report.summary import plural
+
     ref = ref.strip()
     transcript = replay.transcript
     by_id = transcript.messages_by_id()
@@ -528,6 +543,7 @@ def _cmd_tour(args: argparse.Namespace) -> int:
     info = SCENARIOS[args.scenario]
     _require_terminal(str(info.path))
     transcript = _load(str(info.path))
+    from inspector.replay.settings import RunSettings, WindowSource
     from inspector.tui import run_app
 
     run_app(
@@ -569,6 +585,8 @@ def _cmd_open(args: argparse.Namespace) -> int:
         path = str(SAMPLES_DIR / info.file)
         settings = replace(settings, policy=settings.policy or info.policy, follow=bool(settings.follow))
         if settings.window is None and settings.model is None and info.window is not None:
+            from inspector.replay.settings import WindowSource
+
             # the sample's own window (--model, where it gives one, goes over it)
             settings = replace(settings, window=info.window, window_source=WindowSource.SAMPLE)
     elif args.path is not None:
@@ -647,16 +665,17 @@ def _require_terminal(path: str | None) -> None:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from inspector.report.render import print_accuracy, print_corpus_accuracy
     from inspector.tokens.accuracy import AccuracyReport, accuracy, corpus_report, row_of
 
-    settings = _settings(args)
+    # (not `_settings`: its `RunSettings` lives in the replay package, which calibrate never uses
+    # and whose import costs a fifth of a second)
+    estimator = _estimator(args)
 
     def measured(path: str) -> AccuracyReport:
-        transcript = _load(path, settings.session)
+        transcript = _load(path, args.session)
         if not any(r.usage for r in transcript.requests):
             raise UserError(f"{path} records no token usage: there is nothing to calibrate against")
-        result = accuracy(transcript, settings.estimator)
+        result = accuracy(transcript, estimator)
         if not result.requests:
             reported = sum(1 for r in transcript.requests if r.usage)
             raise UserError(
@@ -671,6 +690,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         if args.json:
             sys.stdout.write(json_text(result) + "\n")
         else:
+            from inspector.report.render import print_accuracy
+
             print_accuracy(result, mode=args.mode)
         return 0
     rows = [row_of(measured(p), os.path.basename(os.path.normpath(p))) for p in paths]
@@ -678,6 +699,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json_text(corpus) + "\n")
     else:
+        from inspector.report.render import print_corpus_accuracy
+
         print_corpus_accuracy(corpus)
     return 0
 
@@ -868,6 +891,19 @@ def _keep_derived() -> None:
     stored.write_pending()
 
 
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The exceptions printed as the user's one line: `UserError`, `SettingsError` and those of
+    the policy and replay modules where the command imported them (an error of a module never
+    imported was never raised; importing the module to name it would cost every command the
+    time a command that needs no replay, such as calibrate, never otherwise spends)."""
+    errors: list[type[Exception]] = [UserError, SettingsError]
+    for module, name in (("inspector.shaping.policy", "PolicyError"), ("inspector.replay", "ReplayError")):
+        found = sys.modules.get(module)
+        if found is not None:
+            errors.append(getattr(found, name))
+    return tuple(errors)
+
+
 def _run(args_list: list[str]) -> int:
     out_of_memory = "context-inspector: ran out of memory\n"
     global _cache_on
@@ -890,7 +926,7 @@ def _run(args_list: list[str]) -> int:
             return _cmd_open(args)
         finally:
             _keep_derived()
-    except (UserError, PolicyError, ReplayError, SettingsError) as exc:
+    except _user_errors() as exc:
         sys.stderr.write(f"context-inspector: {visible(str(exc), newlines=False)}\n")
         return EXIT_USAGE
     except MemoryError:

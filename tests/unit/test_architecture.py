@@ -84,6 +84,30 @@ def test_the_rules_by_version_and_the_models_table_load_no_shaping() -> None:
     assert out.splitlines() == ["2.1.39 claude_code", "2.0.22 claude_code_usage", "200000 400000", "[]"]
 
 
+def test_calibrate_json_loads_no_replay_no_shaping_and_no_rendering() -> None:
+    """`calibrate --json` needs the reader and the token passes only: the replay, the shaping
+    policies and the text rendering (a fifth of a second of imports) are never loaded, and a
+    policy error of a command that does load them is still the user's one line."""
+    from inspector.samples import sample_path
+
+    path = str(sample_path("short-session"))
+    code = (
+        "import sys\nfrom inspector.cli import _run\n"
+        f"code = _run(['calibrate', '--json', '--no-cache', {path!r}])\n"
+        "print(code, sorted(m for m in sys.modules if m.startswith(('inspector.replay', "
+        "'inspector.shaping', 'inspector.report.render', 'inspector.report.summary'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "0 []"
+    bad = subprocess.run(
+        [sys.executable, "-m", "inspector", "report", "--no-cache", "--policy", "nosuch", path],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("context-inspector: unknown policy 'nosuch'")
+    assert len(bad.stderr.splitlines()) == 1
+
+
 # -- one-way packages ------------------------------------------------------------------------------
 
 LAYERS: tuple[frozenset[str], ...] = (
