@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 DEFAULT_ESTIMATOR = "heuristic"
+"""The local estimate calibration starts from unless a run (or the settings file) names another."""
 
 
 class SettingsError(ValueError):

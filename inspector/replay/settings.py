@@ -16,6 +16,7 @@ from msgspec.structs import replace
 
 from inspector.model import Transcript
 from inspector.model.windows import model_window
+from inspector.settings import DEFAULT_ESTIMATOR
 from inspector.shaping import Policy, PolicyError, load_policy
 from inspector.shaping.policy import preset_for_format
 from inspector.tokens.harness import harness_window
@@ -41,9 +42,6 @@ class WindowSource(StrEnum):
 INFERRED_WINDOW = frozenset({WindowSource.TRANSCRIPT, WindowSource.MODEL, WindowSource.UNKNOWN})
 """Window sources read from the transcript (looked at again as a followed file grows); any other
 source is a window someone gave."""
-
-DEFAULT_ESTIMATOR = "heuristic"
-"""The local estimate calibration starts from unless a run names another."""
 
 CHECKED_WINDOW = frozenset({WindowSource.GIVEN, WindowSource.MODEL_GIVEN})
 """Window sources a user chose: such a window must leave room for the policy's reserves (a
