@@ -128,24 +128,63 @@ def _common_prefix(a: tuple[T, ...], b: tuple[T, ...], known: int = 0) -> int:
     return lo
 
 
+_Facts = tuple[frozenset[str] | None, int, tuple[str, ...], bool, bool, bool, bool]
+"""What splitting reads of one message under one pin rule: (the ids of its calls, None unless it
+is an assistant message with calls; how many calls; the call ids its tool results answer; whether
+it may answer calls (not an assistant message); whether it is a tool result message alone;
+whether it is pinned; whether it is a summary)."""
+
+FACTS_CACHE = 65_536
+"""How many messages' `_Facts` the splitting remembers (then it starts afresh)."""
+_facts: dict[Pins, dict[int, tuple[Message, _Facts]]] = {}
+"""Per pin rule: id(message) -> (the message, its `_Facts`); the entry holds the message, so its
+id is not reused while the entry lives. The groups of a view's changed tail are made again at
+every request, mostly of messages split before."""
+
+
+def _facts_of(message: Message, pins: Pins) -> _Facts:
+    calls = message.tool_calls if message.role is Role.ASSISTANT else ()
+    return (
+        frozenset(c.id for c in calls) if calls else None,
+        len(calls),
+        tuple(b.call_id for b in message.blocks if isinstance(b, ToolResultBlock)),
+        message.role is not Role.ASSISTANT,
+        message.is_tool_result,
+        pins(message),
+        message.is_summary,
+    )
+
+
 def _spans(view: tuple[Message, ...], i: int, groups: list[Group], pins: Pins = FLOOR) -> list[Group]:
     """`groups` (of `view[:i]`) and the groups of `view[i:]` after them."""
     n = len(view)
+    known = _facts.get(pins)
+    if known is None or len(known) >= FACTS_CACHE:
+        known = _facts[pins] = {}
+    facts: list[_Facts] = []
+    for m in view[i:]:
+        hit = known.get(id(m))
+        if hit is None or hit[0] is not m:
+            hit = known[id(m)] = (m, _facts_of(m, pins))
+        facts.append(hit[1])
+    base = i
     while i < n:
-        leader = view[i]
-        calls = leader.tool_calls if leader.role is Role.ASSISTANT else ()
-        if calls:
-            ids = frozenset(c.id for c in calls)
+        ids, n_calls, results, _, _, pinned, summary = facts[i - base]
+        if ids is not None:
+            # the messages right after it that answer one of its calls (none an assistant's)
             j = i + 1
-            while j < n and _answers(view[j], ids):
-                j += 1
-            answered: list[str] = []
             pure = True
-            for follower in view[i + 1 : j]:
-                pure = pure and follower.is_tool_result
-                answered.extend(b.call_id for b in follower.blocks if isinstance(b, ToolResultBlock))
-            complete = pure and len(ids) == len(calls) and len(answered) == len(ids) and set(answered) == ids
-            members = view[i:j]
+            answered: list[str] = []
+            while j < n:
+                _, _, answers, may_answer, tool_result, also_pinned, also_summary = facts[j - base]
+                if not (may_answer and any(c in ids for c in answers)):
+                    break
+                pure = pure and tool_result
+                answered.extend(answers)
+                pinned = pinned or also_pinned
+                summary = summary or also_summary
+                j += 1
+            complete = pure and len(ids) == n_calls and len(answered) == len(ids) and set(answered) == ids
             groups.append(
                 Group(
                     index=len(groups),
@@ -153,22 +192,21 @@ def _spans(view: tuple[Message, ...], i: int, groups: list[Group], pins: Pins = 
                     end=j,
                     exchange=True,
                     complete=complete,
-                    pinned=any(map(pins, members)),
-                    summary=any(m.is_summary for m in members),
+                    pinned=pinned,
+                    summary=summary,
                 )
             )
             i = j
         else:
-            orphan = any(isinstance(b, ToolResultBlock) for b in leader.blocks)
             groups.append(
                 Group(
                     index=len(groups),
                     start=i,
                     end=i + 1,
                     exchange=False,
-                    complete=not orphan,
-                    pinned=pins(leader),
-                    summary=leader.is_summary,
+                    complete=not results,  # (a tool result with no call before it: an orphan)
+                    pinned=pinned,
+                    summary=summary,
                 )
             )
             i += 1

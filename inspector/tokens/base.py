@@ -57,6 +57,9 @@ class CompactJson(NamedTuple):
     """How many `\\n` it holds (a line break within a string, as json escapes it)."""
     spaces: int
     """What `json.dumps`'s default separators (`", "`, `": "`) add to it: a space each."""
+    escapes: int
+    """How many `"` and `\\` it holds: what writing the text itself as a JSON string adds to it,
+    a character each (it holds no control character to escape: json escaped them)."""
 
 
 COMPACT_MEMO = 65_536
@@ -98,7 +101,7 @@ def compact_json_of(args: dict[str, Any]) -> CompactJson | None:
     except (TypeError, RecursionError):  # TypeError: orjson.JSONEncodeError
         return None
     chars = len(out) if out.isascii() else len(out.decode("utf-8"))
-    return CompactJson(len(out), chars, out.count(b"\\n"), spaces)
+    return CompactJson(len(out), chars, out.count(b"\\n"), spaces, out.count(b'"') + out.count(b"\\"))
 
 
 MESSAGE_OVERHEAD = 64

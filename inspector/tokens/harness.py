@@ -289,19 +289,21 @@ def _opencollab_tokens(chars: int, size: int) -> int:
     return max(1, (chars - wide) // 3 + wide)
 
 
-def _compact_json_tokens(body: dict[str, Any]) -> int:
+def _compact_json_tokens(body: dict[str, Any], chars: int = 0, size: int = 0) -> int:
     """`opencollab_text_tokens(json.dumps(body, sort_keys=True, separators=(",", ":"),
     ensure_ascii=False))`, written by orjson where it can (`body` holds strings, None, lists and
-    dicts only: orjson escapes them as json does); json where orjson refuses (a lone surrogate)."""
+    dicts only: orjson escapes them as json does); json where orjson refuses (a lone surrogate).
+    `chars` and `size` (UTF-8 bytes): what strings left out of `body` (written empty) add to it."""
     try:
         out = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # orjson.JSONEncodeError: not UTF-8
-        return opencollab_text_tokens(
-            json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        )
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        if not chars and text.isascii():
+            return max(1, len(text) // 3)
+        return _opencollab_tokens(len(text) + chars, len(text.encode("utf-8", "surrogatepass")) + size)
     if out.isascii():
-        return max(1, len(out) // 3)
-    return _opencollab_tokens(len(out.decode("utf-8")), len(out))
+        return max(1, len(out) // 3) if not chars else _opencollab_tokens(len(out) + chars, len(out) + size)
+    return _opencollab_tokens(len(out.decode("utf-8")) + chars, len(out) + size)
 
 
 def _chat_messages(message: Message) -> list[dict[str, Any]]:
@@ -311,13 +313,7 @@ def _chat_messages(message: Message) -> list[dict[str, Any]]:
     (`tool_calls`, their arguments as JSON text)."""
     results = [b for b in message.blocks if isinstance(b, ToolResultBlock)]
     if results and len(results) == sum(1 for b in message.blocks if not isinstance(b, MediaBlock)):
-        out: list[dict[str, Any]] = []
-        for r in results:
-            d: dict[str, Any] = {"role": "tool", "content": r.content, "tool_call_id": r.call_id}
-            if r.tool_name:
-                d["name"] = r.tool_name
-            out.append(d)
-        return out
+        return [_tool_message(r) for r in results]
     texts = [b.text for b in message.blocks if isinstance(b, TextBlock)]
     calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
     reasoning = [b.text for b in message.blocks if isinstance(b, ReasoningBlock) and b.text]
@@ -328,31 +324,85 @@ def _chat_messages(message: Message) -> list[dict[str, Any]]:
     if reasoning:
         body["reasoning_content"] = "\n".join(reasoning)
     if calls:
-        body["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {
-                    "name": c.name,
-                    "arguments": c.arguments
-                    if isinstance(c.arguments, str)
-                    else _ENCODE_SPACED(c.arguments),
-                },
-            }
-            for c in calls
-        ]
+        body["tool_calls"] = [_call_message(c, _call_json_spaced(c)) for c in calls]
     return [body]
+
+
+def _tool_message(r: ToolResultBlock) -> dict[str, Any]:
+    """A tool result as OpenCollab sends it: a `tool` message."""
+    d: dict[str, Any] = {"role": "tool", "content": r.content, "tool_call_id": r.call_id}
+    if r.tool_name:
+        d["name"] = r.tool_name
+    return d
+
+
+def _call_message(c: ToolCallBlock, arguments: str) -> dict[str, Any]:
+    """A tool call as OpenCollab sends it, with `arguments` as its arguments' text."""
+    return {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments}}
+
+
+def _call_json_spaced(c: ToolCallBlock) -> str:
+    """A call's arguments as OpenCollab writes them: `json.dumps(arguments, ensure_ascii=False)`."""
+    return c.arguments if isinstance(c.arguments, str) else _ENCODE_SPACED(c.arguments)
 
 
 def opencollab_message_tokens(message: Message) -> int:
     """OpenCollab `estimate_request_message_tokens` of a message: per chat message it sends, 64 +
     `estimate_tokens` of its compact JSON with sorted keys (docs/notes/opencollab.md §1.1). Encrypted
-    reasoning, which it sends back in `response_items`, adds its characters as ASCII."""
-    total = 0
-    for d in _chat_messages(message):
-        total += OPENCOLLAB_MESSAGE_OVERHEAD + _compact_json_tokens(d)
-    sealed = sum(b.signature_chars for b in message.blocks if isinstance(b, ReasoningBlock) and b.signed)
-    return total + sealed // 3
+    reasoning, which it sends back in `response_items`, adds its characters as ASCII.
+
+    What `_chat_messages` makes, sized in one walk over the blocks; a call's arguments (a dict
+    orjson writes as json does) by their sizes (`compact_json`), without writing their text."""
+    blocks = message.blocks
+    if len(blocks) == 1 and isinstance(blocks[0], ToolResultBlock):  # (most messages)
+        return OPENCOLLAB_MESSAGE_OVERHEAD + _compact_json_tokens(_tool_message(blocks[0]))
+    results: list[ToolResultBlock] = []
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    reasoning: list[str] = []
+    others = 0
+    sealed = 0
+    chars = size = 0  # what the arguments left out of `calls` add
+    for b in blocks:
+        if isinstance(b, ToolResultBlock):
+            results.append(b)
+            continue
+        if isinstance(b, MediaBlock):
+            continue
+        others += 1
+        if isinstance(b, TextBlock):
+            texts.append(b.text)
+        elif isinstance(b, ToolCallBlock):
+            args = b.arguments
+            compact = compact_json(args) if type(args) is dict else None
+            if compact is None:
+                calls.append(_call_message(b, _call_json_spaced(b)))
+            else:
+                # the text json writes is orjson's with a space after each separator; as a JSON
+                # string each `"` and `\` in it is escaped
+                calls.append(_call_message(b, ""))
+                added = compact.spaces + compact.escapes
+                chars += compact.chars + added
+                size += compact.nbytes + added
+        elif isinstance(b, ReasoningBlock):
+            if b.text:
+                reasoning.append(b.text)
+            if b.signed:
+                sealed += b.signature_chars
+    if results and not others:
+        total = 0
+        for r in results:
+            total += OPENCOLLAB_MESSAGE_OVERHEAD + _compact_json_tokens(_tool_message(r))
+        return total
+    body: dict[str, Any] = {
+        "role": message.role.value,
+        "content": "\n".join(texts) if texts or not calls else None,
+    }
+    if reasoning:
+        body["reasoning_content"] = "\n".join(reasoning)
+    if calls:
+        body["tool_calls"] = calls
+    return OPENCOLLAB_MESSAGE_OVERHEAD + _compact_json_tokens(body, chars, size) + sealed // 3
 
 
 class OwnSizer:

@@ -418,6 +418,33 @@ def test_opencollab_estimate_is_what_json_writes(
         assert harness.opencollab_message_tokens(m) == plain_opencollab(m)
 
 
+def test_opencollab_estimate_of_mixed_messages() -> None:
+    """Arguments sized without their text (quotes and backslashes escaped again inside the JSON
+    string, wide characters counted once), arguments that must be written (a float), several
+    results with an image beside them, and sealed reasoning: each as json's text gives it."""
+    calls = Message(
+        id="a",
+        role=Role.ASSISTANT,
+        blocks=(
+            TextBlock(text="héllo"),
+            ReasoningBlock(text="", signed=True, signature_chars=30),
+            ToolCallBlock(id="c1", name="grep", arguments={"q": 'say "x" \\ é', "n": [1, None]}),
+            ToolCallBlock(id="c2", name="read", arguments={"ratio": 1.5}),
+        ),
+    )
+    results = Message(
+        id="t",
+        role=Role.TOOL,
+        blocks=(
+            ToolResultBlock(call_id="c1", tool_name="grep", content="found é"),
+            MediaBlock(),
+            ToolResultBlock(call_id="c2", content="x" * 40),
+        ),
+    )
+    assert harness.opencollab_message_tokens(calls) == plain_opencollab(calls) == 64 + 89 + 10
+    assert harness.opencollab_message_tokens(results) == plain_opencollab(results) == 87 + 93
+
+
 class OddText(TextBlock, frozen=True):
     """A block subclass: sized as its base class is."""
 

@@ -282,15 +282,19 @@ def test_compact_json_is_what_json_writes(arguments: Any) -> None:
         return
     text = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
     assert (got.nbytes, got.chars, got.escaped_breaks) == (len(text.encode()), len(text), text.count("\\n"))
-    assert got.chars + got.spaces == len(json.dumps(arguments, ensure_ascii=False))
+    spaced = json.dumps(arguments, ensure_ascii=False)
+    assert got.chars + got.spaces == len(spaced)
+    # written again as a JSON string (as OpenCollab sends a call's arguments), each escape adds one
+    assert got.escapes == len(json.dumps(spaced, ensure_ascii=False)) - 2 - len(spaced)
 
 
 def test_compact_json_answers_for_plain_arguments_only() -> None:
     from inspector.tokens.base import compact_json
 
     text = '{"a":[1,"é\\n",null,{"b":true}]}'
-    assert compact_json({"a": [1, "é\n", None, {"b": True}]}) == (len(text.encode()), len(text), 1, 5)
-    assert compact_json({}) == (2, 2, 0, 0)
+    # six quotes and the backslash of the escaped line break
+    assert compact_json({"a": [1, "é\n", None, {"b": True}]}) == (len(text.encode()), len(text), 1, 5, 7)
+    assert compact_json({}) == (2, 2, 0, 0, 0)
     assert compact_json({"x": 1.5}) is None  # a float may not be written as json writes it
     assert compact_json({"x": 1 << 70}) is None  # past 64 bits: orjson refuses it
     assert compact_json({"x": "\ud800"}) is None  # a lone surrogate
