@@ -49,11 +49,11 @@ def test_compact_json_is_remembered_per_object_and_bounded(monkeypatch: pytest.M
     monkeypatch.setattr(base, "compact_json_of", counted)
     args = {"path": "a.py", "n": [1, 2]}
     first = base.compact_json(args)
-    assert first == (25, 25, 0, 4)  # {"path":"a.py","n":[1,2]}; json.dumps adds 4 spaces
+    assert first == (25, 25, 0, 4, 6)  # {"path":"a.py","n":[1,2]}; json.dumps adds 4 spaces; 6 quotes
     assert base.compact_json(args) is first
     assert len(calls) == 1  # written once
     other = {"path": "b/longer.py"}  # another object: its own size
-    assert base.compact_json(other) == (22, 22, 0, 1)  # {"path":"b/longer.py"}
+    assert base.compact_json(other) == (22, 22, 0, 1, 4)  # {"path":"b/longer.py"}
     assert len(calls) == 2
     for i in range(3):
         base.compact_json({"i": i})
