@@ -317,6 +317,14 @@ def _chat_messages(message: Message) -> list[dict[str, Any]]:
     texts = [b.text for b in message.blocks if isinstance(b, TextBlock)]
     calls = [b for b in message.blocks if isinstance(b, ToolCallBlock)]
     reasoning = [b.text for b in message.blocks if isinstance(b, ReasoningBlock) and b.text]
+    return [_chat_body(message, texts, reasoning, [_call_message(c, _call_json_spaced(c)) for c in calls])]
+
+
+def _chat_body(
+    message: Message, texts: list[str], reasoning: list[str], calls: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The chat-completions message of `message` that is not only tool results: its role, text
+    (`content`, null for an assistant message of calls alone), reasoning text and calls."""
     body: dict[str, Any] = {
         "role": message.role.value,
         "content": "\n".join(texts) if texts or not calls else None,
@@ -324,8 +332,8 @@ def _chat_messages(message: Message) -> list[dict[str, Any]]:
     if reasoning:
         body["reasoning_content"] = "\n".join(reasoning)
     if calls:
-        body["tool_calls"] = [_call_message(c, _call_json_spaced(c)) for c in calls]
-    return [body]
+        body["tool_calls"] = calls
+    return body
 
 
 def _tool_message(r: ToolResultBlock) -> dict[str, Any]:
@@ -394,14 +402,7 @@ def opencollab_message_tokens(message: Message) -> int:
         for r in results:
             total += OPENCOLLAB_MESSAGE_OVERHEAD + _compact_json_tokens(_tool_message(r))
         return total
-    body: dict[str, Any] = {
-        "role": message.role.value,
-        "content": "\n".join(texts) if texts or not calls else None,
-    }
-    if reasoning:
-        body["reasoning_content"] = "\n".join(reasoning)
-    if calls:
-        body["tool_calls"] = calls
+    body = _chat_body(message, texts, reasoning, calls)
     return OPENCOLLAB_MESSAGE_OVERHEAD + _compact_json_tokens(body, chars, size) + sealed // 3
 
 
