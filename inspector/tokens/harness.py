@@ -298,12 +298,9 @@ def _compact_json_tokens(body: dict[str, Any], chars: int = 0, size: int = 0) ->
         out = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
     except TypeError:  # orjson.JSONEncodeError: not UTF-8
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        if not chars and text.isascii():
-            return max(1, len(text) // 3)
         return _opencollab_tokens(len(text) + chars, len(text.encode("utf-8", "surrogatepass")) + size)
-    if out.isascii():
-        return max(1, len(out) // 3) if not chars else _opencollab_tokens(len(out) + chars, len(out) + size)
-    return _opencollab_tokens(len(out.decode("utf-8")) + chars, len(out) + size)
+    n = len(out) if out.isascii() else len(out.decode("utf-8"))
+    return _opencollab_tokens(n + chars, len(out) + size)
 
 
 def _chat_messages(message: Message) -> list[dict[str, Any]]:
