@@ -268,23 +268,10 @@ class Facts:
         self._tooled: set[int] = set()
         """id() of the messages holding a call or a result (alive with the transcript)."""
         assistant = Role.ASSISTANT
-        call_type, result_type = ToolCallBlock, ToolResultBlock
-        calls: tuple[ToolCallBlock, ...]
-        results: tuple[ToolResultBlock, ...]
         for i, m in enumerate(self.transcript.messages):
-            blocks = m.blocks
-            if len(blocks) == 1:  # most messages: one look (`Message.tool_calls` and `tool_results`)
-                b = blocks[0]
-                if isinstance(b, call_type):
-                    calls, results = (b,), ()
-                elif isinstance(b, result_type):
-                    calls, results = (), (b,)
-                else:
-                    continue
-            else:
-                calls, results = m.tool_calls, m.tool_results
-                if not calls and not results:
-                    continue
+            calls, results = m.tool_calls, m.tool_results  # (one look at a single-block message)
+            if not calls and not results:
+                continue
             self._tooled.add(id(m))
             if calls and m.role is assistant:
                 self._calls_in.append((i, m, calls))
