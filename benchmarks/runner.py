@@ -460,11 +460,17 @@ def bench_growth(compacted: Synth, flat: Synth, rounds: int) -> list[Figure]:
     from inspector.formats import load
 
     figs = []
-    cases = [
-        ("compacting session, default policy", compacted, {}),
-        ("no compaction, ledger x10, layers idle (window 2M)", flat, {"window": 2_000_000}),
+    cases: list[tuple[str, Synth, dict[str, object], bool]] = [
+        ("compacting session, default policy", compacted, {}, True),
+        ("no compaction, ledger x10, layers idle (window 2M)", flat, {"window": 2_000_000}, True),
+        # the codex preset's middle truncation fires on every long result of the ledger (kept from
+        # one request to the next: a result is cut once)
+        ("no compaction, ledger x10, codex policy (window 2M)", flat, {"window": 2_000_000, "policy": "codex"}, True),
+        # opencode's prune clears most of the ledger at every request, each cleared output a
+        # decision of its own: linear in what it clears (not judged)
+        ("no compaction, ledger x10, opencode policy (window 2M)", flat, {"window": 2_000_000, "policy": "opencode"}, False),
     ]
-    for label, s, kw in cases:
+    for label, s, kw, judged in cases:
         transcript = load(s.path)
         n = len(transcript.requests)
         hi = min(2000, n)
@@ -473,13 +479,13 @@ def bench_growth(compacted: Synth, flat: Synth, rounds: int) -> list[Figure]:
         figs.append(
             Figure(
                 name=f"growth: request {hi:,} vs 200 ({label})",
-                target="<= 2x",
+                target="<= 2x" if judged else "(comparison)",
                 measured=costs[hi],
                 unit="s",
                 floor=costs[200],
                 floor_what="request 200",
                 ratio=ratio,
-                passed=ratio <= 2.0,
+                passed=ratio <= 2.0 if judged else None,
                 detail={"ledger_len": sizes, "cost": costs},
             )
         )

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from msgspec.structs import replace
 
-from inspector.model import Message, TextBlock, ToolResultBlock
+from inspector.model import Block, Message, TextBlock, ToolResultBlock
 
 from .auto_compact import SUMMARY_CACHE_SIZE, SummaryCache
 from .base import (
@@ -25,6 +25,7 @@ from .base import (
     Decision,
     LayerResult,
     Sizer,
+    ViewScan,
     acted,
     memo,
     no_change,
@@ -35,6 +36,7 @@ from .base import (
 from .budget import CODEX_USER_MESSAGE_TOKENS, Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
 from .groups import group_spans
+from .pinning import Pins
 from .summarize import Summarizer
 
 TOOL_OUTPUT_LIMIT_BYTES = 10_000
@@ -93,6 +95,25 @@ class MiddleTruncate:
     label = "tool output truncation (codex)"
     reactive = False
 
+    def __init__(self) -> None:
+        self._scans: dict[tuple[int, Pins], ViewScan[tuple[Message, int]]] = {}
+        """Per limit and pins: the truncated copy of each message that has a result over the limit
+        (kept across requests, so a message is measured and copied once, not at every request
+        whose ledger holds it)."""
+
+    def _scan(self, budget: Budget) -> ViewScan[tuple[Message, int]]:
+        """The scan for the budget's limit and pins (made on first use)."""
+        limit, pins = budget.tool_result_budget, budget.pins
+        scan = self._scans.get((limit, pins))
+        if scan is None:
+            scan = self._scans[(limit, pins)] = ViewScan(lambda m: None if pins(m) else _truncated(m, limit))
+        return scan
+
+    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `apply` would leave `view` as it is (`Pipeline.quiet`): no tool output over the
+        limit (the scan `apply` reads, carried on from the view before)."""
+        return not self._scan(budget)(tuple(view), memo(estimator))
+
     def apply(
         self,
         view: Sequence[Message],
@@ -105,21 +126,11 @@ class MiddleTruncate:
         sizer = memo(estimator)
         src = tuple(view)
         before = sizer.view(src)
-        limit, pins = budget.tool_result_budget, budget.pins
+        limit = budget.tool_result_budget
         changed: dict[int, Message] = {}
         decisions: list[Decision] = []
-        for i, m in enumerate(src):
-            if pins(m):
-                continue
-            blocks = list(m.blocks)
-            longest = 0
-            for j, b in enumerate(blocks):
-                if isinstance(b, ToolResultBlock) and len(b.content.encode("utf-8")) > limit:
-                    longest = max(longest, len(b.content.encode("utf-8")))
-                    blocks[j] = replace(b, content=truncate_middle(b.content, limit))
-            if not longest:
-                continue
-            new = replace(m, blocks=tuple(blocks))
+        for i, (new, longest) in self._scan(budget)(src, sizer):
+            m = src[i]
             if sizer.message(new) > sizer.message(m):
                 continue
             changed[i] = new
@@ -135,17 +146,35 @@ class MiddleTruncate:
             )
         if not changed:
             return no_change(self, src, before, f"no tool output over {limit:,} bytes", forced)
-        result = tuple(changed.get(i, m) for i, m in enumerate(src))
+        result, after = sizer.replaced(src, changed)
         return acted(
             self,
             result,
             before,
-            sizer.view(result),
+            after,
             reason=f"{plural(len(changed), 'message')} with tool output over {limit:,} bytes truncated in the middle",
             decisions=decisions,
             forced=forced,
             truncated=len(changed),
         )
+
+
+def _truncated(m: Message, limit: int) -> tuple[Message, int] | None:
+    """`m` (not pinned: the caller asks) with every tool result over `limit` UTF-8 bytes truncated
+    in the middle, and the longest of them in bytes; or None."""
+    blocks: list[Block] | None = None  # (copied once a block is truncated: most messages have none)
+    longest = 0
+    for j, b in enumerate(m.blocks):
+        if isinstance(b, ToolResultBlock) and len(b.content) * 4 > limit:  # (no UTF-8 char is longer)
+            size = len(b.content.encode("utf-8"))
+            if size > limit:
+                longest = max(longest, size)
+                if blocks is None:
+                    blocks = list(m.blocks)
+                blocks[j] = replace(b, content=truncate_middle(b.content, limit))
+    if blocks is None:
+        return None
+    return replace(m, blocks=tuple(blocks)), longest
 
 
 class CodexCompact:

@@ -35,7 +35,9 @@ from inspector.shaping import (
     ExtractiveSummarizer,
     Layer,
     Microcompact,
+    MiddleTruncate,
     OldHistorySnip,
+    OpencodePrune,
     PerToolResultBudget,
     Sizer,
     TokenMemo,
@@ -531,6 +533,107 @@ def test_clearing_goes_on_as_if_afresh(
             layer = cast(ToolOutputClear, going)
             rule = [s for s in compactable_rule(view, layer.compactable) if not view[s[0]].pinned]
             assert [(s.message, s.block, s.tool) for s in layer._found.free] == rule
+
+
+def _with_turns(grown: tuple[list[Message], list[int]]) -> tuple[list[Message], list[int]]:
+    """The growing ledger with a user prompt after every third message (opencode's prune skips
+    the last two user turns, so a ledger of one turn never prunes), its cuts moved to match."""
+    msgs, cuts = grown
+    out: list[Message] = []
+    at: list[int] = []  # original message count -> length of the new list
+    for k, m in enumerate(msgs):
+        out.append(m)
+        if k % 3 == 2:
+            out.append(Message(id=f"prompt{k}", role=Role.USER, blocks=(TextBlock(text=f"Go on ({k})"),)))
+        at.append(len(out))
+    return out, [at[n - 1] if n else 0 for n in cuts]
+
+
+@SETTINGS
+@given(
+    grown=growing_ledgers(),
+    estimator=st.sampled_from((*ESTIMATORS, ContraryChars())),
+    layer_name=st.sampled_from(("middle_truncate", "opencode_prune")),
+    limit=st.sampled_from((100, 250, 10_000)),
+    one_memo=st.booleans(),
+)
+def test_carried_scans_go_on_as_if_afresh(
+    grown: tuple[list[Message], list[int]],
+    estimator: HeuristicEstimator | CharsOverFour | ContraryChars,
+    layer_name: str,
+    limit: int,
+    one_memo: bool,
+) -> None:
+    """Codex's middle truncation and opencode's prune keep what they read of each message (and
+    the copies they make) from one request to the next: at every request of a growing ledger they
+    give what a fresh layer gives, the view, the figures, the reason and every decision."""
+
+    def make() -> Layer:
+        # (small thresholds, so that the short results of these ledgers are truncated and pruned)
+        return MiddleTruncate() if layer_name == "middle_truncate" else OpencodePrune(minimum=limit // 5, protect=limit // 2)
+
+    msgs, cuts = _with_turns(grown)
+    budget = replace(Budget.for_window(None), tool_result_budget=limit)
+    going = make()
+    shared = TokenMemo(estimator)
+    fired = 0
+    for n in cuts:
+        view = tuple(msgs[:n])
+        got = going.apply(view, budget, shared if one_memo else TokenMemo(estimator))
+        want = make().apply(view, budget, TokenMemo(estimator))
+        assert got.view == want.view
+        assert (got.tokens_before, got.tokens_after, got.fired, got.truncated, got.cleared) == (
+            want.tokens_before,
+            want.tokens_after,
+            want.fired,
+            want.truncated,
+            want.cleared,
+        )
+        assert (got.reason, got.decisions) == (want.reason, want.decisions)
+        assert got.tokens_after == total(got.view, estimator)
+        fired += got.fired
+    if layer_name == "opencode_prune" and limit == 100 and sum(
+        -(-len(b.content) // 4)
+        for m in msgs[: max(cuts, default=0)]
+        for b in m.blocks
+        if isinstance(b, ToolResultBlock) and not m.pinned
+    ) > 2_000:
+        assert fired  # (unpinned output far past what it protects: seen pruning, not only idle)
+
+
+def test_middle_truncation_reads_each_message_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Shaping the ledger of request after request, codex's middle truncation cuts each long
+    result once (its copy is kept), not at every request whose ledger holds it: linear in the
+    session, not quadratic."""
+    import inspector.shaping.codex as codex
+
+    cut: list[int] = []
+    real = codex.truncate_middle
+
+    def counted(text: str, limit: int) -> str:
+        cut.append(len(text))
+        return real(text, limit)
+
+    monkeypatch.setattr(codex, "truncate_middle", counted)
+    msgs: list[Message] = [Message(id="task", role=Role.USER, blocks=(TextBlock(text="Fix the tests"),))]
+    for k in range(60):
+        msgs.append(
+            Message(
+                id=f"a{k}",
+                role=Role.ASSISTANT,
+                blocks=(ToolCallBlock(id=f"c{k}", name="Bash", arguments={"command": "make"}),),
+            )
+        )
+        msgs.append(
+            Message(id=f"r{k}", role=Role.USER, blocks=(ToolResultBlock(call_id=f"c{k}", content="x" * (500 + k)),))
+        )
+    budget = replace(Budget.for_window(None), tool_result_budget=400)
+    layer = MiddleTruncate()
+    est = HeuristicEstimator()
+    for n in range(3, len(msgs) + 1, 2):
+        result = layer.apply(tuple(msgs[:n]), budget, TokenMemo(est))
+        assert result.truncated == (n - 1) // 2
+    assert sorted(cut) == [500 + k for k in range(60)]
 
 
 QUIET_PRESETS = ("claude-code", "codex", "opencode", "opencollab", "no_history_compaction")
