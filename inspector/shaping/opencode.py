@@ -24,10 +24,12 @@ from inspector.model import Message, ReasoningBlock, Role, TextBlock, ToolCallBl
 
 from .auto_compact import SUMMARY_CACHE_SIZE, SummaryCache
 from .base import (
+    SCAN_CACHE,
     Action,
     Decision,
     LayerResult,
     Sizer,
+    TokenMemo,
     acted,
     kept_pinned,
     memo,
@@ -35,6 +37,7 @@ from .base import (
     plural,
     pressed,
     quiet_below_trigger,
+    starts_with,
 )
 from .budget import OPENCODE_PRUNE_MINIMUM, Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
@@ -76,6 +79,13 @@ def message_estimate(message: Message) -> int:
     return total
 
 
+_PruneFacts = tuple[bool, bool, tuple[tuple[int, str, str | None, int, bool], ...]]
+"""What `OpencodePrune`'s walk reads of a message: whether it starts a user turn, whether it is a
+compaction summary, and its tool results that are not errors, last block first, each as (block
+index, call id, tool name, `token_estimate` of its output, whether that output is the
+placeholder)."""
+
+
 def starts_turn(message: Message) -> bool:
     """A user turn begins at a user message that is not tool results and not injected."""
     return message.role is Role.USER and not message.is_tool_result and not message.is_meta
@@ -106,6 +116,60 @@ class OpencodePrune:
         self.minimum = minimum
         self.protect = protect
         self.protected = canonical_set(protected_tools)
+        self._facts: dict[int, tuple[Message, _PruneFacts]] = {}
+        """id(message) -> what the walk reads of it (kept across requests: a ledger's messages are
+        looked at once, not at every request whose ledger holds them)."""
+        self._copies: dict[tuple[int, tuple[int, ...]], tuple[Message, Message]] = {}
+        """(id(message), its pruned blocks) -> the message and its pruned copy: the same copy at
+        every request that prunes the same outputs, so its size is known from the request before."""
+        self._names_view: tuple[Message, ...] = ()
+        self._names: dict[str, str] = {}
+        """The tool call id -> tool name map of `_names_view` (extended where a view extends it)."""
+
+    def _facts_of(self, m: Message) -> _PruneFacts:
+        hit = self._facts.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        results = tuple(
+            (j, b.call_id, b.tool_name, token_estimate(b.content), b.content == CLEARED_CONTENT)
+            for j in range(len(m.blocks) - 1, -1, -1)
+            if isinstance(b := m.blocks[j], ToolResultBlock) and not b.is_error
+        )
+        facts = (starts_turn(m), m.is_summary, results)
+        if len(self._facts) >= SCAN_CACHE:
+            self._facts.clear()
+        self._facts[id(m)] = (m, facts)
+        return facts
+
+    def _names_of(self, src: tuple[Message, ...], sizer: TokenMemo) -> dict[str, str]:
+        """`{c.id: c.name for m in src for c in m.tool_calls}`, carried on from the view before."""
+        last = self._names_view
+        if last and starts_with(src, last, sizer):
+            names, start = self._names, len(last)
+        else:
+            names, start = {}, 0
+        for m in src[start:]:
+            for c in m.tool_calls:
+                names[c.id] = c.name
+        self._names_view, self._names = src, names
+        return names
+
+    def _pruned(self, m: Message, js: tuple[int, ...]) -> Message:
+        """`m` with the outputs of blocks `js` replaced by the placeholder (one copy per set)."""
+        key = (id(m), js)
+        hit = self._copies.get(key)
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        blocks = list(m.blocks)
+        for j in js:
+            b = blocks[j]
+            assert isinstance(b, ToolResultBlock)
+            blocks[j] = replace(b, content=CLEARED_CONTENT)
+        new = replace(m, blocks=tuple(blocks))
+        if len(self._copies) >= SCAN_CACHE:
+            self._copies.clear()
+        self._copies[key] = (m, new)
+        return new
 
     def apply(
         self,
@@ -119,7 +183,9 @@ class OpencodePrune:
         sizer = memo(estimator)
         src = tuple(view)
         before = sizer.view(src)
-        names = {c.id: c.name for m in src for c in m.tool_calls}
+        names = self._names_of(src, sizer)
+        protected = self.protected
+        pins = budget.pins
         turns = 0
         total = 0
         pruned = 0
@@ -127,27 +193,24 @@ class OpencodePrune:
         stop = ""
         for i in range(len(src) - 1, -1, -1):
             m = src[i]
-            if starts_turn(m):
+            turn, summary, results = self._facts_of(m)
+            if turn:
                 turns += 1
             if turns < PRUNE_SKIPPED_TURNS:
                 continue
-            if m.is_summary:
+            if summary:
                 stop = ", stopped at a compaction summary"
                 break
-            if budget.pins(m):
+            if not results or pins(m):
                 continue
             done = False
-            for j in range(len(m.blocks) - 1, -1, -1):
-                b = m.blocks[j]
-                if not isinstance(b, ToolResultBlock) or b.is_error:
+            for j, call_id, tool_name, est, cleared in results:
+                if canonical_tool(names.get(call_id) or tool_name or "") in protected:
                     continue
-                if canonical_tool(names.get(b.call_id) or b.tool_name or "") in self.protected:
-                    continue
-                if b.content == CLEARED_CONTENT:
+                if cleared:
                     stop = ", stopped at output pruned before"
                     done = True
                     break
-                est = token_estimate(b.content)
                 total += est
                 if total > self.protect:
                     pruned += est
@@ -174,12 +237,7 @@ class OpencodePrune:
                 by_message.setdefault(t[0], []).append(t)
         changed: dict[int, Message] = {}
         for i, items in by_message.items():
-            blocks = list(src[i].blocks)
-            for _, j, _, _ in items:
-                b = blocks[j]
-                assert isinstance(b, ToolResultBlock)
-                blocks[j] = replace(b, content=CLEARED_CONTENT)
-            new = replace(src[i], blocks=tuple(blocks))
+            new = self._pruned(src[i], tuple(t[1] for t in items))
             if sizer.message(new) <= sizer.message(src[i]):
                 changed[i] = new
         if not changed:
@@ -201,12 +259,12 @@ class OpencodePrune:
             )
             for i, new in sorted(changed.items())
         ]
-        result = tuple(changed.get(i, m) for i, m in enumerate(src))
+        result, after = sizer.replaced(src, changed)
         return acted(
             self,
             result,
             before,
-            sizer.view(result),
+            after,
             reason=f"{walked}, over the {self.minimum:,} minimum: pruned {plural(len(changed), 'message')} of tool output",
             decisions=decisions,
             forced=forced,
