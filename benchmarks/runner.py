@@ -460,7 +460,7 @@ def bench_growth(compacted: Synth, flat: Synth, rounds: int) -> list[Figure]:
     from inspector.formats import load
 
     figs = []
-    cases: list[tuple[str, Synth, dict[str, object], bool]] = [
+    cases: list[tuple[str, Synth, dict[str, Any], bool]] = [
         ("compacting session, default policy", compacted, {}, True),
         ("no compaction, ledger x10, layers idle (window 2M)", flat, {"window": 2_000_000}, True),
         # the codex preset's middle truncation fires on every long result of the ledger (kept from
