@@ -13,6 +13,7 @@ from inspector.model import Message
 
 from .budget import Budget
 from .groups import pin_label
+from .pinning import Pins
 
 
 class Action(StrEnum):
@@ -256,6 +257,24 @@ class ViewScan(Generic[R]):
         self._view = view
         self._hits = hits
         return hits
+
+
+class ResultScans(Generic[R]):
+    """A layer's `ViewScan` of `fn(message, limit)` over the messages that are not pinned, one per
+    tool-result limit and pins of the budgets it runs with (made on first use, kept across
+    requests, so a message is looked at and copied once)."""
+
+    def __init__(self, fn: Callable[[Message, int], R | None]) -> None:
+        self._fn = fn
+        self._scans: dict[tuple[int, Pins], ViewScan[R]] = {}
+
+    def __call__(self, budget: Budget) -> ViewScan[R]:
+        limit, pins = budget.tool_result_budget, budget.pins
+        scan = self._scans.get((limit, pins))
+        if scan is None:
+            fn = self._fn
+            scan = self._scans[(limit, pins)] = ViewScan(lambda m: None if pins(m) else fn(m, limit))
+        return scan
 
 
 def starts_with(view: tuple[Message, ...], last: tuple[Message, ...], sizer: object = None) -> bool:

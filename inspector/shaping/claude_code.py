@@ -31,9 +31,9 @@ from .base import (
     Action,
     Decision,
     LayerResult,
+    ResultScans,
     Sizer,
     TokenMemo,
-    ViewScan,
     acted,
     memo,
     no_change,
@@ -46,7 +46,6 @@ from .base import (
 from .budget import Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
 from .groups import group_spans
-from .pinning import Pins
 from .summarize import Summarizer, call_arguments
 from .tool_output_clear import CLEARED_CONTENT, ToolOutputClear
 from .tools import canonical_tool
@@ -112,17 +111,8 @@ class LargeResultPreview:
     reactive = False
 
     def __init__(self) -> None:
-        self._scans: dict[tuple[int, Pins], ViewScan[tuple[Message, int]]] = {}
-        """Per limit: the previewed copy of each message that has a result over it (kept across
-        requests, so a message is looked at and copied once)."""
-
-    def _scan(self, budget: Budget) -> ViewScan[tuple[Message, int]]:
-        """The scan for the budget's limit and pins (made on first use)."""
-        limit, pins = budget.tool_result_budget, budget.pins
-        scan = self._scans.get((limit, pins))
-        if scan is None:
-            scan = self._scans[(limit, pins)] = ViewScan(lambda m: None if pins(m) else _previewed(m, limit))
-        return scan
+        self._scan: ResultScans[tuple[Message, int]] = ResultScans(_previewed)
+        """The previewed copy of each message that has a result over the limit."""
 
     def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
         """Whether `apply` would leave `view` as it is (`Pipeline.quiet`): no result over the limit

@@ -24,8 +24,8 @@ from .base import (
     Action,
     Decision,
     LayerResult,
+    ResultScans,
     Sizer,
-    ViewScan,
     acted,
     memo,
     no_change,
@@ -36,7 +36,6 @@ from .base import (
 from .budget import CODEX_USER_MESSAGE_TOKENS, Budget
 from .fold import MAX_SUMMARY_ATTEMPTS, Summaries, SummaryFailed, foldable, folded_decisions, summary_message
 from .groups import group_spans
-from .pinning import Pins
 from .summarize import Summarizer
 
 TOOL_OUTPUT_LIMIT_BYTES = 10_000
@@ -96,18 +95,8 @@ class MiddleTruncate:
     reactive = False
 
     def __init__(self) -> None:
-        self._scans: dict[tuple[int, Pins], ViewScan[tuple[Message, int]]] = {}
-        """Per limit and pins: the truncated copy of each message that has a result over the limit
-        (kept across requests, so a message is measured and copied once, not at every request
-        whose ledger holds it)."""
-
-    def _scan(self, budget: Budget) -> ViewScan[tuple[Message, int]]:
-        """The scan for the budget's limit and pins (made on first use)."""
-        limit, pins = budget.tool_result_budget, budget.pins
-        scan = self._scans.get((limit, pins))
-        if scan is None:
-            scan = self._scans[(limit, pins)] = ViewScan(lambda m: None if pins(m) else _truncated(m, limit))
-        return scan
+        self._scan: ResultScans[tuple[Message, int]] = ResultScans(_truncated)
+        """The truncated copy of each message that has a result over the limit."""
 
     def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
         """Whether `apply` would leave `view` as it is (`Pipeline.quiet`): no tool output over the

@@ -15,8 +15,8 @@ from .base import (
     CarryingLayer,
     Decision,
     LayerResult,
+    ResultScans,
     Sizer,
-    ViewScan,
     acted,
     memo,
     no_change,
@@ -68,7 +68,7 @@ class PerToolResultBudget(CarryingLayer):
     reactive = False
 
     def __init__(self) -> None:
-        self._scans: dict[tuple[int, Pins], ViewScan[_Cuts]] = {}
+        self._scan: ResultScans[_Cuts] = ResultScans(lambda m, limit: _Cuts(m, limit) if _over(m, limit) else None)
         """Per limit: the cut copies of each message with a result over it (kept across requests)."""
         super().__init__()
         self._last: _Cut | None = None
@@ -89,11 +89,7 @@ class PerToolResultBudget(CarryingLayer):
         before = sizer.view(src)
         limit = budget.tool_result_budget
         pins = budget.pins
-        scan = self._scans.get((limit, pins))
-        if scan is None:
-            scan = self._scans[(limit, pins)] = ViewScan(
-                lambda m: _Cuts(m, limit) if not pins(m) and _over(m, limit) else None
-            )
+        scan = self._scan(budget)
         last = self._last
         if (
             last is not None
