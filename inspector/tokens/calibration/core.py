@@ -78,6 +78,10 @@ class Calibration:
         self._changed: dict[int, tuple[Message, Estimator | None, Features | None, int]] = {}
         """id(message) -> `_changed_entry` of messages sized as changed."""
         self._same: dict[int, tuple[Message, Message, bool]] = {}
+        self._priced: dict[int, tuple[Message, Estimator, Coefficients, int]] = {}
+        """id(message) -> (message, base, model, `changed_message` by that model): a layer's changed
+        copy is sized again at every request it is shaped at, and the model stays the same object
+        from one of its updates to the next (`model_at`)."""
         """id(message) -> (message, the transcript's message of its id, whether they are equal)."""
         self._spent: list[int] = []
         self._spend_seen: dict[str | int, int] = {}
@@ -681,12 +685,19 @@ class Calibration:
         (`coefs`: `model_at(k)`, where the caller has it)."""
         if self.mode == "proportional":
             return round(self._steps[k - 1].scale * base.message(message))
-        x = self._changed_entry(message, base)[2]
-        assert x is not None
         if coefs is None:
             coefs = self.model_at(k)
+        hit = self._priced.get(id(message))
+        if hit is not None and hit[0] is message and hit[1] is base and hit[2] is coefs:
+            return hit[3]
+        x = self._changed_entry(message, base)[2]
+        assert x is not None
         # never below what its texts cost by themselves (a cleared result's placeholder included)
-        return max(0, round(max(coefs.predict(x), coefs.content(x))))
+        cost = max(0, round(max(coefs.predict(x), coefs.content(x))))
+        if len(self._priced) >= CHANGED_CACHE:
+            self._priced.clear()
+        self._priced[id(message)] = (message, base, coefs, cost)
+        return cost
 
     def _changed_entry(
         self, message: Message, base: Estimator | None
