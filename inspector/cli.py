@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, Any
 from msgspec.structs import replace
 
 from inspector import __version__
+from inspector.errors import UserError
 from inspector.formats import LoaderError, Progress, load
 from inspector.model import Message, ToolCallBlock, Transcript
 from inspector.model.bulk import hold_for_good, paused_gc
 from inspector.model.sanitize import json_text, visible
 from inspector.model.windows import model_window
 from inspector.report.progress import progress_for
-from inspector.settings import DEFAULT_ESTIMATOR, SettingsError
+from inspector.settings import DEFAULT_ESTIMATOR
 
 if TYPE_CHECKING:
     from inspector.replay import Replay
@@ -32,10 +33,6 @@ if TYPE_CHECKING:
     from inspector.shaping import Policy
 
 EXIT_USAGE = 2
-
-
-class UserError(Exception):
-    """Something the user can fix; printed as one line."""
 
 
 def _positive_int(text: str) -> int:
@@ -891,19 +888,6 @@ def _keep_derived() -> None:
     stored.write_pending()
 
 
-def _user_errors() -> tuple[type[Exception], ...]:
-    """The exceptions printed as the user's one line: `UserError`, `SettingsError` and those of
-    the policy and replay modules where the command imported them (an error of a module never
-    imported was never raised; importing the module to name it would cost every command the
-    time a command that needs no replay, such as calibrate, never otherwise spends)."""
-    errors: list[type[Exception]] = [UserError, SettingsError]
-    for module, name in (("inspector.shaping.policy", "PolicyError"), ("inspector.replay", "ReplayError")):
-        found = sys.modules.get(module)
-        if found is not None:
-            errors.append(getattr(found, name))
-    return tuple(errors)
-
-
 def _run(args_list: list[str]) -> int:
     out_of_memory = "context-inspector: ran out of memory\n"
     global _cache_on
@@ -926,7 +910,7 @@ def _run(args_list: list[str]) -> int:
             return _cmd_open(args)
         finally:
             _keep_derived()
-    except _user_errors() as exc:
+    except UserError as exc:
         sys.stderr.write(f"context-inspector: {visible(str(exc), newlines=False)}\n")
         return EXIT_USAGE
     except MemoryError:

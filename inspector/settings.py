@@ -26,6 +26,8 @@ from pathlib import Path
 
 from msgspec import Struct
 
+from inspector.errors import UserError
+
 __all__ = [
     "DEFAULT",
     "Settings",
@@ -41,7 +43,7 @@ DEFAULT_ESTIMATOR = "heuristic"
 """The local estimate calibration starts from unless a run (or the settings file) names another."""
 
 
-class SettingsError(ValueError):
+class SettingsError(UserError, ValueError):
     """A settings file that cannot be used; the message is one line."""
 
 

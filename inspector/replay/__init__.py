@@ -20,6 +20,7 @@ from functools import partial
 
 from msgspec import Struct
 
+from inspector.errors import UserError
 from inspector.model import EventKind, Message, RecordedEvent, Request, Segment, Transcript
 from inspector.replay.distance import Gap, distance_text, distances
 from inspector.replay.settings import (
@@ -45,7 +46,7 @@ STEP_CACHE = 256
 DEFAULT_POLICY = "opencollab"
 
 
-class ReplayError(ValueError):
+class ReplayError(UserError, ValueError):
     """A request or message the user named does not exist."""
 
 

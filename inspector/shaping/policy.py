@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
+from inspector.errors import UserError
 from inspector.harness_rules import HARNESS_NAMES, resolve, resolve_for
 from inspector.harnesses import HARNESSES
 from inspector.model import PIN_FLOOR, Message, Source, SourceKind, Transcript
@@ -56,7 +57,7 @@ from .tool_output_clear import ToolOutputClear
 from .tools import DEFAULT_COMPACTABLE_TOOLS, canonical_tool
 
 
-class PolicyError(ValueError):
+class PolicyError(UserError, ValueError):
     """A policy that cannot be used: unknown name, unknown key, bad value. The message is one line."""
 
 

@@ -111,7 +111,7 @@ def test_calibrate_json_loads_no_replay_no_shaping_and_no_rendering() -> None:
 # -- one-way packages ------------------------------------------------------------------------------
 
 LAYERS: tuple[frozenset[str], ...] = (
-    frozenset({"<root>", "door", "harnesses", "samples"}),
+    frozenset({"<root>", "door", "errors", "harnesses", "samples"}),
     frozenset({"model", "settings"}),
     frozenset({"harness_rules"}),
     frozenset({"formats"}),
@@ -128,8 +128,8 @@ LAYERS: tuple[frozenset[str], ...] = (
 )
 """The packages of `inspector` (and its top-level modules), lowest first: each may import only
 from its own layer's packages or from layers below (docs/DESIGN.md §1: bytes -> records -> ledger ->
-views -> widgets). `harnesses` (the registry, importing nothing of the package) and `samples` (the
-bundled sessions: data only) are under all; `door` (the pydantic error line) and `settings` sit
+views -> widgets). `harnesses` (the registry, importing nothing of the package), `errors` (the base of the
+errors a user can fix) and `samples` (the bundled sessions: data only) are under all; `door` (the pydantic error line) and `settings` sit
 under everything that reads a user's file; `harness_rules` (the harness rules by version, beside
 the registry) reads the models table of `model` (`model/windows.py`) and is read by `tokens` and
 `shaping`; the app reads tours from `scenarios`; `session` (one opened session without a screen:
