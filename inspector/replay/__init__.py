@@ -322,13 +322,17 @@ class Replay:
     def quiet(self, k: int) -> int | None:
         """The estimate of request `k`'s ledger when the pipeline is known to leave it as it is
         without shaping it (`Pipeline.quiet`): what `step(k)` would give, every layer unfired, its
-        view the ledger and its estimates that one. None where that is not known (then `step(k)`):
-        a layer could fire, the layers decide with the harness's own estimate, or some of the
-        ledger weighs as last sent (`_as_sent`). Not cached: for one pass over every request."""
+        view the ledger and its estimates that one (where the layers decide with the harness's own
+        estimate, they are asked with it, and the figures are the calibrated ones, as `recast`
+        gives them). None where that is not known (then `step(k)`): a layer could fire, or some of
+        the ledger weighs as last sent (`_as_sent`). Not cached: for one pass over every request."""
         self._check(k)
-        if self._own is not None or self._as_sent(k):
+        if self._as_sent(k):
             return None
         ledger, base = self._ledger(self.transcript.request(k))
+        if self._own is not None:
+            # (every ledger message unchanged: `recast` weighs the view at the ledger's weights)
+            return self.calibration.ledger_total(k) if self.pipeline.quiet(ledger, self.budget, self._own) else None
         memo = TokenMemo(_Deferred(partial(CalibratedEstimator, self.calibration, k, self.estimator)))
         total = self.calibration.ledger_total(k)
         memo.seed_view(ledger, total, prefix_of=base)

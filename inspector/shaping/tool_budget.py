@@ -75,6 +75,12 @@ class PerToolResultBudget(CarryingLayer):
         """The view before, its cuts and its output: a replay shapes every request's ledger, each
         the one before and a few messages more, so the cuts of the front are those made before."""
 
+    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `apply` would leave `view` as it is (`Pipeline.quiet`): no tool result over the
+        limit outside a pinned message (the scan `apply` reads, carried on from the view before)."""
+        with self._lock:
+            return not self._scan(budget)(tuple(view), memo(estimator))
+
     def _apply(
         self,
         view: Sequence[Message],

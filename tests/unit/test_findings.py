@@ -1092,6 +1092,29 @@ def test_requests_no_layer_fires_at_are_not_shaped_and_change_no_finding(
     assert kinds(found).count("reread") == 17
 
 
+def test_a_harness_that_sizes_by_itself_is_quiet_where_its_own_estimate_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An OpenCollab run: its layers decide with OpenCollab's own estimate (`Replay.decides_as_harness`),
+    so `quiet` asks them with it; a quiet request gives what shaping it gives (nothing fired, the
+    calibrated ledger's weight in and out), and the findings are those of shaping every request."""
+    import inspector.samples as samples
+
+    path = Path(samples.__file__).parent / "opencollab-run"
+    replay = Replay.open(load(str(path)), policy="opencollab")
+    assert replay.decides_as_harness and len(replay) == 28
+    quiet = {k: replay.quiet(k) for k in range(1, len(replay) + 1)}
+    assert sum(total is not None for total in quiet.values()) == 4
+    for k, total in quiet.items():
+        result = replay.step(k).result
+        if total is not None:
+            assert result.fired == () and total == result.input_tokens == result.sent_tokens, k
+    found = find_all(Replay.open(load(str(path)), policy="opencollab"))
+    every = Replay.open(load(str(path)), policy="opencollab")
+    monkeypatch.setattr(every, "quiet", lambda k: None)
+    assert found == find_all(every) and found
+
+
 def test_checks_without_shaping_shape_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     s, _ = reread_session()
     replay = s.replay()
