@@ -80,9 +80,30 @@ class Sizer(Protocol):
 
 
 VIEW_MEMO = 64
-"""How many views (their estimates, what they were declared a prefix of) a TokenMemo remembers:
+"""How many views (their estimates) a TokenMemo remembers:
 the views of one run are asked about within it, and a memo kept across the runs of a whole
 session would otherwise hold every view of every request (each the size of its ledger)."""
+
+
+PREFIXES_KEPT = 16
+"""How many views the process remembers were declared the start of a longer tuple (`seed_view`):
+a fact about two tuples, whatever estimator sizes them, so the view of one request and that of the
+request before, each declared through the memo of its own run, are known to share their front
+(a layer that carries its work from one to the next compares them: a long ledger's length at C
+speed at every request, else). The last views only: each entry holds a view (a ledger's length
+of references) and the views of a pass go on from one another."""
+
+_prefixes: dict[int, tuple[tuple[Message, ...], tuple[Message, ...]]] = {}
+"""id(view) -> (the view, the tuple it is the start of); the entry holds the view, so its id is
+not reused while the entry lives."""
+_prefixes_lock = threading.Lock()
+
+
+def _declare_prefix(messages: tuple[Message, ...], of: tuple[Message, ...]) -> None:
+    with _prefixes_lock:
+        _prefixes[id(messages)] = (messages, of)
+        while len(_prefixes) > PREFIXES_KEPT:
+            del _prefixes[next(iter(_prefixes))]
 
 
 class TokenMemo:
@@ -102,7 +123,6 @@ class TokenMemo:
         self._memo: dict[int, tuple[Message, int]] = {}
         self._views: dict[int, tuple[tuple[Message, ...], int]] = {}
         """id(view tuple) -> (the tuple, its estimate): a view passed on unchanged is summed once."""
-        self._prefix_of: dict[int, tuple[tuple[Message, ...], tuple[Message, ...]]] = {}
         self._shared: dict[tuple[int, int], tuple[tuple[Message, ...], tuple[Message, ...], int]] = {}
         """(id(view), id(earlier)) -> (the view, the earlier view, how many messages at their
         front are the same objects): `seed_shared`."""
@@ -128,10 +148,7 @@ class TokenMemo:
         so that scans of consecutive views cut from the same tuple need not compare them."""
         self._keep_view(messages, total)
         if prefix_of is not None:
-            prefixes = self._prefix_of
-            prefixes[id(messages)] = (messages, prefix_of)
-            if len(prefixes) > VIEW_MEMO:
-                del prefixes[next(iter(prefixes))]
+            _declare_prefix(messages, prefix_of)
 
     def _keep_view(self, messages: tuple[Message, ...], total: int) -> None:
         """Remember `messages`' estimate, forgetting the oldest view remembered beyond `VIEW_MEMO`."""
@@ -141,8 +158,8 @@ class TokenMemo:
             del views[next(iter(views))]
 
     def prefix_of(self, messages: tuple[Message, ...]) -> tuple[Message, ...] | None:
-        """The tuple `messages` was declared a prefix of (`seed_view`), if any."""
-        hit = self._prefix_of.get(id(messages))
+        """The tuple `messages` was declared a prefix of (`seed_view`, through any memo), if any."""
+        hit = _prefixes.get(id(messages))
         return hit[1] if hit is not None and hit[0] is messages else None
 
     def seed_shared(self, view: tuple[Message, ...], earlier: tuple[Message, ...], shared: int) -> None:

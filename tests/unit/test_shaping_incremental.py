@@ -18,7 +18,7 @@ from inspector.shaping import (
     PerToolResultBudget,
     TokenMemo,
 )
-from inspector.shaping.base import LayerResult
+from inspector.shaping.base import LayerResult, starts_with
 from inspector.tokens import HeuristicEstimator
 
 EST = HeuristicEstimator()
@@ -306,3 +306,24 @@ def test_pipeline_request_after_request_with_one_memo_is_each_request_alone(
     assert {"tool_output_clear", "old_history_snip"} <= fired
     assert target_ratio is None or "auto_compact" in fired
     assert memo.declared > 50
+
+
+def test_views_declared_through_different_memos_are_known_to_share_their_front() -> None:
+    """A replay sizes each request with a memo of its own; the ledger of one request and that of
+    the next are cut from one tuple and declared so through their own memos. A layer carrying its
+    work compares them: the declaration holds across memos, so the front is known without
+    comparing (at C speed, a long ledger's length at every request), and only what is past it is
+    looked at."""
+    whole = tuple(session(40))
+    shorter, longer = whole[:50], whole[:90]
+    first, second = TokenMemo(EST), TokenMemo(EST)
+    first.seed_view(shorter, sum(map(EST.message, shorter)), prefix_of=whole)
+    second.seed_view(longer, sum(map(EST.message, longer)), prefix_of=whole)
+    assert second.known_front(shorter, longer) == 50
+    assert first.known_front(longer, shorter) == 50
+    # not declared: nothing is known, and the views are compared
+    other = tuple(session(40))
+    assert TokenMemo(EST).known_front(shorter, other[:90]) == 0
+    edited = (*longer[:10], structs.replace(longer[10], blocks=(TextBlock(text="edited"),)), *longer[11:])
+    assert not starts_with(edited, shorter, second)
+    assert starts_with(longer, shorter, TokenMemo(EST))
