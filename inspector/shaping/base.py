@@ -371,6 +371,84 @@ class CarryingLayer:
         raise NotImplementedError
 
 
+class ResultCutLayer:
+    """A layer that replaces each message holding a tool result over `budget.tool_result_budget`
+    (pinned messages never) by a copy its subclass makes from the message alone (`cut`): the same
+    copy at every request, kept by a `ResultScans`; a copy sized above its original stays out.
+    Subclasses give `cut` and the words of their decisions and of their verdicts."""
+
+    name: str
+    label: str
+    reactive = False
+
+    def __init__(self) -> None:
+        self._scan: ResultScans[tuple[Message, int]] = ResultScans(self.cut)
+
+    @staticmethod
+    def cut(message: Message, limit: int) -> tuple[Message, int] | None:
+        """The copy of `message` (not pinned) with its results over `limit` cut, and the size of
+        the longest of them; None where it has none."""
+        raise NotImplementedError
+
+    def cut_reason(self, longest: int, limit: int) -> str:
+        raise NotImplementedError
+
+    def idle_reason(self, limit: int) -> str:
+        raise NotImplementedError
+
+    def acted_reason(self, messages: int, limit: int) -> str:
+        raise NotImplementedError
+
+    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
+        """Whether `apply` would leave `view` as it is (`Pipeline.quiet`): no result over the limit
+        (the scan `apply` reads, carried on from the view before)."""
+        return not self._scan(budget)(tuple(view), memo(estimator))
+
+    def apply(
+        self,
+        view: Sequence[Message],
+        budget: Budget,
+        estimator: Sizer,
+        *,
+        forced: bool = False,
+        explain: bool = True,
+    ) -> LayerResult:
+        sizer = memo(estimator)
+        src = tuple(view)
+        before = sizer.view(src)
+        limit = budget.tool_result_budget
+        changed: dict[int, Message] = {}
+        decisions: list[Decision] = []
+        for i, (new, longest) in self._scan(budget)(src, sizer):
+            m = src[i]
+            if sizer.message(new) > sizer.message(m):
+                continue
+            changed[i] = new
+            decisions.append(
+                Decision(
+                    message_id=m.id,
+                    layer=self.name,
+                    action=Action.TRUNCATED,
+                    reason=self.cut_reason(longest, limit),
+                    tokens_before=sizer.message(m),
+                    tokens_after=sizer.message(new),
+                )
+            )
+        if not changed:
+            return no_change(self, src, before, self.idle_reason(limit), forced)
+        result, after = sizer.replaced(src, changed)
+        return acted(
+            self,
+            result,
+            before,
+            after,
+            reason=self.acted_reason(len(changed), limit),
+            decisions=decisions,
+            forced=forced,
+            truncated=len(changed),
+        )
+
+
 def kept_pinned(layer: str, message: Message, sizer: Sizer) -> Decision:
     """The decision a layer records for a pinned message it was not allowed to touch."""
     tokens = sizer.message(message)

@@ -31,7 +31,7 @@ from .base import (
     Action,
     Decision,
     LayerResult,
-    ResultScans,
+    ResultCutLayer,
     Sizer,
     TokenMemo,
     acted,
@@ -99,7 +99,7 @@ def persisted_preview(content: str, call_id: str) -> str:
     )
 
 
-class LargeResultPreview:
+class LargeResultPreview(ResultCutLayer):
     """Always on. A tool result longer than `budget.tool_result_budget` characters (50,000 in the
     claude-code preset) is replaced by Claude Code's `<persisted-output>` wrapper: the size, where
     the full output was saved, and a 2 KB preview. Pinned messages and results that already are a
@@ -108,63 +108,22 @@ class LargeResultPreview:
 
     name = "large_result_preview"
     label = "large result preview"
-    reactive = False
 
-    def __init__(self) -> None:
-        self._scan: ResultScans[tuple[Message, int]] = ResultScans(_previewed)
-        """The previewed copy of each message that has a result over the limit."""
+    @staticmethod
+    def cut(message: Message, limit: int) -> tuple[Message, int] | None:
+        return _previewed(message, limit)
 
-    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
-        """Whether `apply` would leave `view` as it is (`Pipeline.quiet`): no result over the limit
-        (the scan `apply` reads, carried on from the view before)."""
-        return not self._scan(budget)(tuple(view), memo(estimator))
-
-    def apply(
-        self,
-        view: Sequence[Message],
-        budget: Budget,
-        estimator: Sizer,
-        *,
-        forced: bool = False,
-        explain: bool = True,
-    ) -> LayerResult:
-        sizer = memo(estimator)
-        src = tuple(view)
-        before = sizer.view(src)
-        limit = budget.tool_result_budget
-        out: dict[int, Message] = {}
-        decisions: list[Decision] = []
-        for i, (new, longest) in self._scan(budget)(src, sizer):
-            m = src[i]
-            if sizer.message(new) > sizer.message(m):
-                continue
-            out[i] = new
-            decisions.append(
-                Decision(
-                    message_id=m.id,
-                    layer=self.name,
-                    action=Action.TRUNCATED,
-                    reason=(
-                        f"tool result of {longest:,} chars over {limit:,}: persisted to a file, "
-                        f"the model is sent a {PREVIEW_CHARS:,}-char preview"
-                    ),
-                    tokens_before=sizer.message(m),
-                    tokens_after=sizer.message(new),
-                )
-            )
-        if not out:
-            return no_change(self, src, before, f"no tool result over {limit:,} chars", forced)
-        result, after = sizer.replaced(src, out)
-        return acted(
-            self,
-            result,
-            before,
-            after,
-            reason=f"{plural(len(out), 'message')} with a tool result over {limit:,} chars previewed",
-            decisions=decisions,
-            forced=forced,
-            truncated=len(out),
+    def cut_reason(self, longest: int, limit: int) -> str:
+        return (
+            f"tool result of {longest:,} chars over {limit:,}: persisted to a file, "
+            f"the model is sent a {PREVIEW_CHARS:,}-char preview"
         )
+
+    def idle_reason(self, limit: int) -> str:
+        return f"no tool result over {limit:,} chars"
+
+    def acted_reason(self, messages: int, limit: int) -> str:
+        return f"{plural(messages, 'message')} with a tool result over {limit:,} chars previewed"
 
 
 def _previewed(m: Message, limit: int) -> tuple[Message, int] | None:

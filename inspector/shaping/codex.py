@@ -24,11 +24,9 @@ from .base import (
     Action,
     Decision,
     LayerResult,
-    ResultScans,
+    ResultCutLayer,
     Sizer,
     acted,
-    memo,
-    no_change,
     plural,
     pressed,
     quiet_below_trigger,
@@ -84,7 +82,7 @@ def truncate_middle(text: str, limit_bytes: int) -> str:
         removed = actual + 1  # a longer count made the marker longer: try again with room for it
 
 
-class MiddleTruncate:
+class MiddleTruncate(ResultCutLayer):
     """Always on. A tool result over `budget.tool_result_budget` UTF-8 bytes (10,000 in the codex
     preset) keeps its head and its tail and loses its middle, marked `…N chars truncated…`; the
     result fits in the limit, so a second run changes nothing. Pinned messages are never changed.
@@ -92,60 +90,19 @@ class MiddleTruncate:
 
     name = "middle_truncate"
     label = "tool output truncation (codex)"
-    reactive = False
 
-    def __init__(self) -> None:
-        self._scan: ResultScans[tuple[Message, int]] = ResultScans(_truncated)
-        """The truncated copy of each message that has a result over the limit."""
+    @staticmethod
+    def cut(message: Message, limit: int) -> tuple[Message, int] | None:
+        return _truncated(message, limit)
 
-    def quiet(self, view: Sequence[Message], budget: Budget, estimator: Sizer) -> bool:
-        """Whether `apply` would leave `view` as it is (`Pipeline.quiet`): no tool output over the
-        limit (the scan `apply` reads, carried on from the view before)."""
-        return not self._scan(budget)(tuple(view), memo(estimator))
+    def cut_reason(self, longest: int, limit: int) -> str:
+        return f"tool output of {longest:,} bytes over {limit:,}: head and tail kept, the middle dropped"
 
-    def apply(
-        self,
-        view: Sequence[Message],
-        budget: Budget,
-        estimator: Sizer,
-        *,
-        forced: bool = False,
-        explain: bool = True,
-    ) -> LayerResult:
-        sizer = memo(estimator)
-        src = tuple(view)
-        before = sizer.view(src)
-        limit = budget.tool_result_budget
-        changed: dict[int, Message] = {}
-        decisions: list[Decision] = []
-        for i, (new, longest) in self._scan(budget)(src, sizer):
-            m = src[i]
-            if sizer.message(new) > sizer.message(m):
-                continue
-            changed[i] = new
-            decisions.append(
-                Decision(
-                    message_id=m.id,
-                    layer=self.name,
-                    action=Action.TRUNCATED,
-                    reason=f"tool output of {longest:,} bytes over {limit:,}: head and tail kept, the middle dropped",
-                    tokens_before=sizer.message(m),
-                    tokens_after=sizer.message(new),
-                )
-            )
-        if not changed:
-            return no_change(self, src, before, f"no tool output over {limit:,} bytes", forced)
-        result, after = sizer.replaced(src, changed)
-        return acted(
-            self,
-            result,
-            before,
-            after,
-            reason=f"{plural(len(changed), 'message')} with tool output over {limit:,} bytes truncated in the middle",
-            decisions=decisions,
-            forced=forced,
-            truncated=len(changed),
-        )
+    def idle_reason(self, limit: int) -> str:
+        return f"no tool output over {limit:,} bytes"
+
+    def acted_reason(self, messages: int, limit: int) -> str:
+        return f"{plural(messages, 'message')} with tool output over {limit:,} bytes truncated in the middle"
 
 
 def _truncated(m: Message, limit: int) -> tuple[Message, int] | None:
