@@ -30,6 +30,7 @@ from .base import (
     LayerResult,
     Sizer,
     TokenMemo,
+    ViewScan,
     acted,
     kept_pinned,
     memo,
@@ -86,6 +87,15 @@ index, call id, tool name, `token_estimate` of its output, whether that output i
 placeholder)."""
 
 
+def _prune_facts(m: Message) -> _PruneFacts:
+    results = tuple(
+        (j, b.call_id, b.tool_name, token_estimate(b.content), b.content == CLEARED_CONTENT)
+        for j in range(len(m.blocks) - 1, -1, -1)
+        if isinstance(b := m.blocks[j], ToolResultBlock) and not b.is_error
+    )
+    return starts_turn(m), m.is_summary, results
+
+
 def starts_turn(message: Message) -> bool:
     """A user turn begins at a user message that is not tool results and not injected."""
     return message.role is Role.USER and not message.is_tool_result and not message.is_meta
@@ -116,30 +126,15 @@ class OpencodePrune:
         self.minimum = minimum
         self.protect = protect
         self.protected = canonical_set(protected_tools)
-        self._facts: dict[int, tuple[Message, _PruneFacts]] = {}
-        """id(message) -> what the walk reads of it (kept across requests: a ledger's messages are
-        looked at once, not at every request whose ledger holds them)."""
+        self._facts: ViewScan[_PruneFacts] = ViewScan(_prune_facts)
+        """What the walk reads of each message (`of`: kept across requests, so a ledger's messages
+        are looked at once, not at every request whose ledger holds them)."""
         self._copies: dict[tuple[int, tuple[int, ...]], tuple[Message, Message]] = {}
         """(id(message), its pruned blocks) -> the message and its pruned copy: the same copy at
         every request that prunes the same outputs, so its size is known from the request before."""
         self._names_view: tuple[Message, ...] = ()
         self._names: dict[str, str] = {}
         """The tool call id -> tool name map of `_names_view` (extended where a view extends it)."""
-
-    def _facts_of(self, m: Message) -> _PruneFacts:
-        hit = self._facts.get(id(m))
-        if hit is not None and hit[0] is m:
-            return hit[1]
-        results = tuple(
-            (j, b.call_id, b.tool_name, token_estimate(b.content), b.content == CLEARED_CONTENT)
-            for j in range(len(m.blocks) - 1, -1, -1)
-            if isinstance(b := m.blocks[j], ToolResultBlock) and not b.is_error
-        )
-        facts = (starts_turn(m), m.is_summary, results)
-        if len(self._facts) >= SCAN_CACHE:
-            self._facts.clear()
-        self._facts[id(m)] = (m, facts)
-        return facts
 
     def _names_of(self, src: tuple[Message, ...], sizer: TokenMemo) -> dict[str, str]:
         """`{c.id: c.name for m in src for c in m.tool_calls}`, carried on from the view before."""
@@ -186,6 +181,7 @@ class OpencodePrune:
         names = self._names_of(src, sizer)
         protected = self.protected
         pins = budget.pins
+        facts_of = self._facts.of
         turns = 0
         total = 0
         pruned = 0
@@ -193,7 +189,9 @@ class OpencodePrune:
         stop = ""
         for i in range(len(src) - 1, -1, -1):
             m = src[i]
-            turn, summary, results = self._facts_of(m)
+            facts = facts_of(m)
+            assert facts is not None  # (`_prune_facts` answers for every message)
+            turn, summary, results = facts
             if turn:
                 turns += 1
             if turns < PRUNE_SKIPPED_TURNS:
