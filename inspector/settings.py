@@ -19,8 +19,6 @@ with its location (the command line prints it and exits 2). Pure core: no Textua
 from __future__ import annotations
 
 import os
-import tempfile
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -98,6 +96,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         return DEFAULT
     except OSError as exc:
         raise SettingsError(f"cannot read the settings file {path}: {exc.strerror or exc}") from None
+    import tomllib  # (only where there is a file: 4 ms of every command's start)
+
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -153,6 +153,8 @@ def remember_theme(theme: str, env: Mapping[str, str] | None = None) -> Path:
     except ValueError as exc:
         raise SettingsError(f"{path}: {exc}") from None
     try:
+        import tempfile  # (only to write: 7 ms of every command's start, with `random`)
+
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".toml", dir=path.parent)
         try:

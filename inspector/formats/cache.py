@@ -28,10 +28,8 @@ as the file grows; the cache serves files that do not change between opens.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -212,6 +210,8 @@ def key(path: Path, session: str | None = None) -> str | None:
 
 def digest(text: str) -> str:
     """The hex SHA-256 of `text` (what keys are made of)."""
+    import hashlib  # (with the cache on: --no-cache starts without OpenSSL)
+
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
@@ -274,6 +274,8 @@ def write_entry(k: str, data: bytes, folder: Path, limit: int) -> Path | None:
         return None
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=SUFFIX)
         try:
             with os.fdopen(fd, "wb") as fh:

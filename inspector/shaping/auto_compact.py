@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -72,6 +71,8 @@ class SummaryCache:
 def segment_key(messages: Sequence[Message], summarizer: str) -> str:
     """sha256 of the summarizer's key and the JSON of every message of the segment (every field in
     declared order, each block's kind first: the text pydantic wrote, so ids made from it stay)."""
+    import hashlib  # (where a segment is summarized: OpenSSL's 6 ms, not at every start)
+
     h = hashlib.sha256(summarizer.encode())
     for m in messages:
         h.update(b"\x00")
@@ -281,6 +282,8 @@ class _Keys:
             done, h = hit[0], hit[1].copy()
             self._hashes.move_to_end(at)
         else:
+            import hashlib
+
             done, h = (), hashlib.sha256(summarizer.encode())
         for m in segment[len(done) :]:
             h.update(b"\x00")
