@@ -615,6 +615,7 @@ def _cmd_open(args: argparse.Namespace) -> int:
     later: list[Callable[[], None]] = []  # a first open's cache entry: written once the app has closed
     if not follow:
         transcript, follower = _load(path, settings.session, later=later), None
+        _calibrate_ahead(transcript)
     else:
         from inspector.tui.live import open_transcript
 
@@ -637,9 +638,23 @@ def _cmd_open(args: argparse.Namespace) -> int:
     try:
         run_app(transcript, settings=settings, follower=follower)
     finally:
+        stored = sys.modules.get("inspector.tokens.stored")
+        if stored is not None:
+            stored.stop_ahead()
         for step in later:
             step()
     return 0
+
+
+def _calibrate_ahead(transcript: Transcript) -> None:
+    """The app's calibration pass, started on another core while the app starts (its columns wait
+    for it): `inspector.tokens.stored.run_ahead`, with the estimator the app's replay sizes with
+    (`Replay.open`'s). A session that has no report to calibrate on starts nothing."""
+    if not any(r.usage is not None for r in transcript.requests):
+        return
+    from inspector.tokens import get_estimator, stored
+
+    stored.run_ahead(transcript, get_estimator(DEFAULT_ESTIMATOR))
 
 
 def _stdout_is_terminal() -> bool:

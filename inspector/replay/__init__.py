@@ -24,6 +24,7 @@ from inspector.errors import UserError
 from inspector.model import EventKind, Message, RecordedEvent, Request, Segment, Transcript
 from inspector.replay.distance import Gap, distance_text, distances
 from inspector.replay.settings import (
+    DEFAULT_ESTIMATOR,
     INFERRED_WINDOW,
     RunSettings,
     WindowSource,
@@ -207,7 +208,7 @@ class Replay:
         transcript: Transcript,
         policy: str | Policy | None = None,
         window: int | None = None,
-        estimator: str = "heuristic",
+        estimator: str = DEFAULT_ESTIMATOR,
         mode: str = "delta",
         window_source: str = WindowSource.GIVEN,
     ) -> Replay:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from msgspec import Struct
@@ -94,6 +94,10 @@ class Calibration:
         self._run: _DeltaRun | None = None
         self._done = 0
         """Delta mode: the requests calibrated so far (the pass runs on demand, see `_upto`)."""
+        self.ahead: Callable[[Calibration], bool] | None = None
+        """Delta mode: where the pass may already have run elsewhere (`inspector.tokens.stored`'s
+        `run_ahead`: another process): called once, before the pass would first run, it gives
+        this calibration what that pass decided (True), or nothing (False: the pass runs here)."""
         with paused_gc():
             if mode == "proportional":
                 self._prefetch_local(serialized)
@@ -114,6 +118,9 @@ class Calibration:
         with self._lock, paused_gc():
             if k <= self._done:
                 return  # another thread ran it meanwhile
+            ahead, self.ahead = self.ahead, None
+            if ahead is not None and not self._done and ahead(self) and k <= self._done:
+                return
             if self._run is None and self._done:
                 self._again()
             self._prefetch_sizes(self._reached(self._done, k))

@@ -1,0 +1,139 @@
+"""The app's calibration pass run ahead in a forked process (`inspector.tokens.stored.run_ahead`).
+
+Each case runs in a fresh interpreter of its own: `run_ahead` forks only a process with no other
+thread, and a pytest worker has some. The script prints what the calibration handed out decided
+beside what a pass run here decides, and the test compares them, value by value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inspector.samples import SAMPLES_DIR
+
+ROOT = Path(__file__).resolve().parents[2]
+SESSION = SAMPLES_DIR / "long-session.jsonl"
+
+SCRIPT = """
+import json, os, sys
+from inspector.formats import load
+from inspector.tokens import stored
+from inspector.tokens.calibration import Calibration
+from inspector.tokens.heuristic import HeuristicEstimator
+
+if sys.argv[2] == "child-fails":
+    def broken(cal):
+        raise RuntimeError("the child's pass failed")
+    stored._state_of = broken  # the forked child inherits it
+transcript = load(sys.argv[1])
+n = len(transcript.requests)
+started = stored.run_ahead(transcript, HeuristicEstimator())
+cal = stored.calibration(transcript, HeuristicEstimator())
+handed = cal.ahead is not None
+other = stored.calibration(transcript, HeuristicEstimator())  # handed once: this one runs its own
+here = Calibration(transcript, HeuristicEstimator(), "delta")
+out = {
+    "started": started,
+    "handed": handed,
+    "other_handed": other.ahead is not None,
+    "requests": n,
+    "predictions": cal.predictions(),
+    "expected_predictions": here.predictions(),
+    "contexts": [cal.context(k) for k in range(1, n + 1)],
+    "expected_contexts": [here.context(k) for k in range(1, n + 1)],
+    "weights": cal.weights(n),
+    "expected_weights": here.weights(n),
+    "ratios": cal.ratios(n),
+    "expected_ratios": here.ratios(n),
+    "run_here": cal._run is not None,
+    "done": cal._done,
+}
+stored.stop_ahead()
+try:
+    os.waitpid(-1, os.WNOHANG)
+    out["children_left"] = True
+except ChildProcessError:
+    out["children_left"] = False
+print(json.dumps(out))
+"""
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+needs_fork = pytest.mark.skipif(
+    not hasattr(os, "fork") or _cores() < 2, reason="run_ahead forks, onto a second core"
+)
+
+
+def _run(case: str) -> dict[str, object]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(SESSION), case],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # the child says nothing
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def _same_as_a_pass_run_here(got: dict[str, object]) -> None:
+    assert isinstance(got["requests"], int) and got["requests"] > 50
+    for name in ("predictions", "contexts", "weights", "ratios"):
+        assert got[name] == got[f"expected_{name}"], name
+    assert got["done"] == got["requests"]
+    assert got["children_left"] is False
+
+
+@needs_fork
+def test_the_calibration_takes_what_the_forked_pass_decided() -> None:
+    got = _run("ok")
+    assert got["started"] is True
+    assert got["handed"] is True
+    assert got["other_handed"] is False
+    _same_as_a_pass_run_here(got)
+    # its pass ran in the child: the calibration holds no pass state of its own
+    assert got["run_here"] is False
+
+
+@needs_fork
+def test_a_child_that_fails_leaves_the_pass_to_this_process() -> None:
+    got = _run("child-fails")
+    assert got["started"] is True
+    assert got["handed"] is True
+    _same_as_a_pass_run_here(got)
+    assert got["run_here"] is True
+
+
+def test_nothing_is_forked_beside_another_thread() -> None:
+    import threading
+
+    from inspector.formats import load
+    from inspector.tokens import stored
+    from inspector.tokens.heuristic import HeuristicEstimator
+
+    transcript = load(str(SESSION))
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert stored.run_ahead(transcript, HeuristicEstimator()) is False
+    finally:
+        stop.set()
+        other.join()
+    assert stored.calibration(transcript, HeuristicEstimator()).ahead is None
