@@ -649,9 +649,7 @@ def _cmd_open(args: argparse.Namespace) -> int:
 def _calibrate_ahead(transcript: Transcript) -> None:
     """The app's calibration pass, started on another core while the app starts (its columns wait
     for it): `inspector.tokens.stored.run_ahead`, with the estimator the app's replay sizes with
-    (`Replay.open`'s). A session that has no report to calibrate on starts nothing."""
-    if not any(r.usage is not None for r in transcript.requests):
-        return
+    (`Replay.open`'s)."""
     from inspector.tokens import get_estimator, stored
 
     stored.run_ahead(transcript, get_estimator(DEFAULT_ESTIMATOR))

@@ -293,14 +293,15 @@ def run_ahead(transcript: Transcript, estimator: Estimator) -> bool:
     fails it runs its own, as without it. Each decides the same: one code, the same transcript.
 
     On the 104 MB chained benchmark session the pass is 0.26-0.49 s of CPU, and taking its
-    result 0.05 s (decoding about 1 MB and filing its weights). Nothing is started (False)
-    without `os.fork`, with one core, where the estimator's sizes may depend on more than this
-    package's code, or where this process runs another thread (a fork copies only the thread that
-    calls it: a lock another held would stay locked in the child)."""
+    result 0.05 s (decoding about 1 MB and filing its weights). Nothing is started (False) for
+    a session that reported no usage (nothing to calibrate on), without `os.fork`, with one core,
+    where the estimator's sizes may depend on more than this package's code, or where this
+    process runs another thread (a fork copies only the thread that calls it: a lock another
+    held would stay locked in the child)."""
     name = _estimator_key(estimator)
     if (
         name is None
-        or not transcript.requests
+        or all(r.usage is None for r in transcript.requests)
         or not hasattr(os, "fork")
         or threading.active_count() > 1
         or _cores() < 2

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from inspector.samples import SAMPLES_DIR
+from inspector.tokens import stored
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION = SAMPLES_DIR / "long-session.jsonl"
@@ -64,15 +65,8 @@ print(json.dumps(out))
 """
 
 
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 needs_fork = pytest.mark.skipif(
-    not hasattr(os, "fork") or _cores() < 2, reason="run_ahead forks, onto a second core"
+    not hasattr(os, "fork") or stored._cores() < 2, reason="run_ahead forks, onto a second core"
 )
 
 
@@ -92,39 +86,33 @@ def _run(case: str) -> dict[str, object]:
     return result
 
 
-def _same_as_a_pass_run_here(got: dict[str, object]) -> None:
+@needs_fork
+@pytest.mark.parametrize(
+    ("case", "run_here"),
+    [
+        # its pass ran in the child: the calibration holds no pass state of its own
+        ("ok", False),
+        # the child failed: the pass ran here, and decided the same
+        ("child-fails", True),
+    ],
+)
+def test_the_calibration_takes_what_the_forked_pass_decided(case: str, run_here: bool) -> None:
+    got = _run(case)
+    assert got["started"] is True
+    assert got["handed"] is True
+    assert got["other_handed"] is False
     assert isinstance(got["requests"], int) and got["requests"] > 50
     for name in ("predictions", "contexts", "weights", "ratios"):
         assert got[name] == got[f"expected_{name}"], name
     assert got["done"] == got["requests"]
     assert got["children_left"] is False
-
-
-@needs_fork
-def test_the_calibration_takes_what_the_forked_pass_decided() -> None:
-    got = _run("ok")
-    assert got["started"] is True
-    assert got["handed"] is True
-    assert got["other_handed"] is False
-    _same_as_a_pass_run_here(got)
-    # its pass ran in the child: the calibration holds no pass state of its own
-    assert got["run_here"] is False
-
-
-@needs_fork
-def test_a_child_that_fails_leaves_the_pass_to_this_process() -> None:
-    got = _run("child-fails")
-    assert got["started"] is True
-    assert got["handed"] is True
-    _same_as_a_pass_run_here(got)
-    assert got["run_here"] is True
+    assert got["run_here"] is run_here
 
 
 def test_nothing_is_forked_beside_another_thread() -> None:
     import threading
 
     from inspector.formats import load
-    from inspector.tokens import stored
     from inspector.tokens.heuristic import HeuristicEstimator
 
     transcript = load(str(SESSION))
