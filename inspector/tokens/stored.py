@@ -29,8 +29,9 @@ the command, the app's open after the app closed), so a cold run shows its outpu
 where this process computed more than its entry held. The folder is bounded by its share of the
 cache's budget (`cache.DERIVED_LIMIT`), the entries used longest ago removed first.
 
-The same state carries a pass run ahead (`run_ahead`): the app's first open forks a process that
-runs the calibration's pass on another core while the app starts, and takes what it decided.
+The same state carries a pass run ahead (`run_ahead`): the app's first open and `calibrate` fork
+a process that runs the calibration's pass on another core while they go on, and take what it
+decided (not where the entry holds it already).
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ def calibration(
     if held is None or name is None:
         fresh = Calibration(transcript, estimator, mode, serialized)  # type: ignore[arg-type]
         return _ahead_for(fresh) if mode == "delta" else fresh
-    name = f"{mode}:{name}"
+    name = _entry_name(mode, name)
     with _LOCK:
         got = held.live.get(name)
         if got is not None and got.estimator is estimator:
@@ -187,6 +188,11 @@ def calibration(
             cal = _ahead_for(Calibration(transcript, estimator, "delta", serialized))
         held.live[name] = cal
         return cal
+
+
+def _entry_name(mode: str, estimator_key: str) -> str:
+    """The name an entry files a calibration of `mode` under, sized by the estimator of that key."""
+    return f"{mode}:{estimator_key}"
 
 
 def _restored(transcript: Transcript, estimator: Estimator, state: _Calibrated) -> Calibration | None:
@@ -294,7 +300,8 @@ def run_ahead(transcript: Transcript, estimator: Estimator) -> bool:
 
     On the 104 MB chained benchmark session the pass is 0.26-0.49 s of CPU, and taking its
     result 0.05 s (decoding about 1 MB and filing its weights). Nothing is started (False) for
-    a session that reported no usage (nothing to calibrate on), without `os.fork`, with one core,
+    a session that reported no usage (nothing to calibrate on), where the transcript's entry of
+    the persistent cache holds the pass (`calibration` restores it), without `os.fork`, with one core,
     where the estimator's sizes may depend on more than this package's code, or where this
     process runs another thread (a fork copies only the thread that calls it: a lock another
     held would stay locked in the child)."""
@@ -307,6 +314,9 @@ def run_ahead(transcript: Transcript, estimator: Estimator) -> bool:
         or _cores() < 2
     ):
         return False
+    held = _held(transcript)
+    if held is not None and _entry_name("delta", name) in held.calibrations:
+        return False  # the transcript's entry holds it: restored where asked, never run
     read, write = os.pipe()
     try:
         pid = os.fork()

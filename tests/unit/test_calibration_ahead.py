@@ -1,4 +1,5 @@
-"""The app's calibration pass run ahead in a forked process (`inspector.tokens.stored.run_ahead`).
+"""The calibration pass run ahead in a forked process (`inspector.tokens.stored.run_ahead`), as
+the app's first open and `calibrate` start it.
 
 Each case runs in a fresh interpreter of its own: `run_ahead` forks only a process with no other
 thread, and a pytest worker has some. The script prints what the calibration handed out decided
@@ -125,3 +126,72 @@ def test_nothing_is_forked_beside_another_thread() -> None:
         stop.set()
         other.join()
     assert stored.calibration(transcript, HeuristicEstimator()).ahead is None
+
+
+CLI_SCRIPT = """
+import contextlib, io, json, os, sys
+from inspector import cli
+from inspector.tokens import stored
+
+started = []
+run_ahead = stored.run_ahead
+if sys.argv[2] == "off":
+    stored.run_ahead = lambda transcript, estimator: started.append(False) or False
+else:
+    stored.run_ahead = lambda transcript, estimator: started.append(run_ahead(transcript, estimator)) or started[-1]
+outs = []
+for _ in range(int(sys.argv[3])):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["calibrate", sys.argv[1], "--json", *sys.argv[4:]])
+    outs.append((code, out.getvalue()))
+try:
+    os.waitpid(-1, os.WNOHANG)
+    left = True
+except ChildProcessError:
+    left = False
+print(json.dumps({"started": started, "outs": outs, "children_left": left}))
+"""
+
+
+def _cli(case: str, runs: int, *args: str, cache: Path | None = None) -> dict[str, object]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if cache is not None:
+        env["XDG_CACHE_HOME"] = str(cache)
+    done = subprocess.run(
+        [sys.executable, "-c", CLI_SCRIPT, str(SESSION), case, str(runs), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+@needs_fork
+def test_calibrate_prints_the_same_with_its_pass_run_ahead() -> None:
+    ahead = _cli("on", 1, "--no-cache")
+    here = _cli("off", 1, "--no-cache")
+    assert ahead["started"] == [True]
+    assert here["started"] == [False]
+    assert ahead["outs"] == here["outs"]
+    ((code, text),) = ahead["outs"]  # type: ignore[misc]
+    assert code == 0
+    report = json.loads(text)
+    predicted = [r for r in report["requests"] if "delta" in r["predicted"]]
+    assert len(predicted) == report["modes"]["delta"]["n"] > 50
+    assert ahead["children_left"] is False
+
+
+@needs_fork
+def test_no_pass_is_run_ahead_where_the_cache_holds_it(tmp_path: Path) -> None:
+    got = _cli("on", 2, cache=tmp_path)
+    # the first run's pass ran ahead and was kept in the transcript's entry; the second restores it
+    assert got["started"] == [True, False]
+    first, second = got["outs"]  # type: ignore[misc]
+    assert first == second
+    assert got["children_left"] is False
