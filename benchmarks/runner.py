@@ -639,6 +639,24 @@ REAL_OTHER: tuple[tuple[tuple[str, ...], float], ...] = (
 )
 
 
+LEAST_CODE = """
+import os, sys
+from inspector.formats import load
+from inspector.settings import DEFAULT_ESTIMATOR
+from inspector.tokens import get_estimator
+from inspector.tokens.calibration import Calibration
+transcript = load(sys.argv[1])
+Calibration(transcript, get_estimator(DEFAULT_ESTIMATOR), "delta").predictions()
+os._exit(0)
+"""
+"""The least a first `report --json` does on a session that compacted: the interpreter, the
+imports, the load and the delta calibration's whole pass (the fidelity's calibrated context after
+the last compaction needs it), and nothing of the report. Where this alone is over a row's limit,
+no change to the rest of the report can make the row pass."""
+LEAST_SHAPES = ("chained", "detached")
+"""The real shapes that compact (`benchmarks.real`): their `report --json` runs the pass."""
+
+
 def _ratio_figure(
     name: str, runs: list[float], floors: list[float], limit: float | None, **detail: Any
 ) -> Figure:
@@ -658,6 +676,16 @@ def _ratio_figure(
 
 def _floor_runs(path: str) -> list[float]:
     return [timed_child([PY, "-c", FLOOR_CODE, path, name])[0] for name in FLOOR_LIBRARIES]
+
+
+def _least_runs(path: str, repeat: int) -> tuple[list[float], list[float]]:
+    """(walls of `LEAST_CODE` on `path`, walls of the floor), alternating, as fresh processes."""
+    runs: list[float] = []
+    floors: list[float] = []
+    for _ in range(repeat):
+        floors.extend(_floor_runs(path))
+        runs.append(timed_child([PY, "-c", LEAST_CODE, path])[0])
+    return runs, floors
 
 
 def _command_runs(
@@ -701,6 +729,18 @@ def bench_real(copies: tuple[int, ...], repeat: int) -> list[Figure]:
                     bytes=made.bytes,
                 )
             )
+            if limit is not None and shape in LEAST_SHAPES:
+                runs, floors = _least_runs(str(made.path), repeat)
+                figs.append(
+                    _ratio_figure(
+                        f"real {shape}: the least report --json does (load and calibration pass, "
+                        f"no report), {c} copies, {mb:,.0f} MB",
+                        runs,
+                        floors,
+                        None,
+                        limit_of_the_row=limit,
+                    )
+                )
     target = REAL_TARGET if REAL_TARGET in copies else max(copies)
     made = real.make("chained", target)
     mb = made.bytes / 1e6
