@@ -649,9 +649,10 @@ def _calibrate_ahead(transcript: Transcript, estimator: str = DEFAULT_ESTIMATOR)
     app's replay sizes with, `Replay.open`'s), started on another core while this process goes on
     (`inspector.tokens.stored.run_ahead`; `_keep_derived` ends it if nothing took it): the app's
     first open imports Textual and draws its first frame meanwhile, `calibrate` sizes the
-    baselines and runs the proportional mode. Not for `report` (0.07 s of its work comes before
-    the pass, less than taking the pass's result costs) nor `findings` (slower with it: measured
-    on chained-30, best of six 1.38 s without, 1.47 s with)."""
+    baselines and runs the proportional mode. Not for `report` nor `findings`: their work before
+    the pass is short, and the two processes slow each other (on chained-30, best of six without /
+    with: `report --json` 1.27 / 1.46 s, `--policy opencollab` 1.43 / 1.57 s, `findings` 1.38 /
+    1.47 s)."""
     from inspector.tokens import get_estimator, stored
 
     stored.run_ahead(transcript, get_estimator(estimator))
