@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 
@@ -154,7 +155,15 @@ print(json.dumps({"started": started, "outs": outs, "children_left": left}))
 """
 
 
-def _cli(case: str, runs: int, *args: str, cache: Path | None = None) -> dict[str, object]:
+class _Runs(TypedDict):
+    started: list[bool]
+    """What `run_ahead` returned, at each call."""
+    outs: list[tuple[int, str]]
+    """Each command's exit code and standard output (JSON makes each pair a list)."""
+    children_left: bool
+
+
+def _cli(case: str, runs: int, *args: str, cache: Path | None = None) -> _Runs:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     if cache is not None:
         env["XDG_CACHE_HOME"] = str(cache)
@@ -168,7 +177,7 @@ def _cli(case: str, runs: int, *args: str, cache: Path | None = None) -> dict[st
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
-    result: dict[str, object] = json.loads(done.stdout)
+    result: _Runs = json.loads(done.stdout)
     return result
 
 
@@ -179,7 +188,7 @@ def test_calibrate_prints_the_same_with_its_pass_run_ahead() -> None:
     assert ahead["started"] == [True]
     assert here["started"] == [False]
     assert ahead["outs"] == here["outs"]
-    ((code, text),) = ahead["outs"]  # type: ignore[misc]
+    ((code, text),) = ahead["outs"]
     assert code == 0
     report = json.loads(text)
     predicted = [r for r in report["requests"] if "delta" in r["predicted"]]
@@ -192,6 +201,6 @@ def test_no_pass_is_run_ahead_where_the_cache_holds_it(tmp_path: Path) -> None:
     got = _cli("on", 2, cache=tmp_path)
     # the first run's pass ran ahead and was kept in the transcript's entry; the second restores it
     assert got["started"] == [True, False]
-    first, second = got["outs"]  # type: ignore[misc]
+    first, second = got["outs"]
     assert first == second
     assert got["children_left"] is False
