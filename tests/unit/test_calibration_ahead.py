@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import pytest
 
@@ -72,10 +72,14 @@ needs_fork = pytest.mark.skipif(
 )
 
 
-def _run(case: str) -> dict[str, object]:
+def _script(code: str, *args: str, cache: Path | None = None) -> Any:
+    """What `code`, run in a fresh interpreter with `args`, printed (JSON); `cache`: its
+    `XDG_CACHE_HOME`."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if cache is not None:
+        env["XDG_CACHE_HOME"] = str(cache)
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(SESSION), case],
+        [sys.executable, "-c", code, str(SESSION), *args],
         capture_output=True,
         text=True,
         env=env,
@@ -84,7 +88,11 @@ def _run(case: str) -> dict[str, object]:
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # the child says nothing
-    result: dict[str, object] = json.loads(done.stdout)
+    return json.loads(done.stdout)
+
+
+def _run(case: str) -> dict[str, object]:
+    result: dict[str, object] = _script(SCRIPT, case)
     return result
 
 
@@ -164,20 +172,7 @@ class _Runs(TypedDict):
 
 
 def _cli(case: str, runs: int, *args: str, cache: Path | None = None) -> _Runs:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    if cache is not None:
-        env["XDG_CACHE_HOME"] = str(cache)
-    done = subprocess.run(
-        [sys.executable, "-c", CLI_SCRIPT, str(SESSION), case, str(runs), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stderr == ""
-    result: _Runs = json.loads(done.stdout)
+    result: _Runs = _script(CLI_SCRIPT, case, str(runs), *args, cache=cache)
     return result
 
 
