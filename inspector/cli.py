@@ -907,7 +907,7 @@ def _keep_derived() -> None:
     stored = sys.modules.get("inspector.tokens.stored")
     if stored is None:
         return  # nothing was asked of it
-    _stop_ahead()
+    stored.stop_ahead()
     with suppress(OSError, ValueError):
         sys.stdout.flush()
     stored.write_pending()

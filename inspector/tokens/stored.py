@@ -361,7 +361,8 @@ def _ahead_for(cal: Calibration) -> Calibration:
 
 
 def stop_ahead() -> None:
-    """End every process `run_ahead` started that is still running (the app has closed)."""
+    """End every process `run_ahead` started that is still running (the command has printed, or
+    the app has closed: what nothing took is not needed)."""
     for ahead in _AHEAD.pop_all():
         ahead.cancel()
 
